@@ -1,0 +1,62 @@
+#include "properties/checkers/block_pool_checker.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "sim/engine/engine.h"
+
+namespace kvsim {
+
+void BlockPoolChecker::check(const Engine& engine, std::vector<Violation>& out) const {
+    const KVCacheManager& kvm = engine.scheduler().kv_cache_manager();
+    const BlockPool& pool = kvm.block_pool();
+    const FreeBlockQueue& queue = pool.free_queue();
+
+    std::map<BlockId, int> holders;
+    for (const auto& [req_id, blocks] : kvm.all_request_blocks()) {
+        for (BlockId id : blocks) {
+            if (id == kNullBlockId) {
+                out.push_back({"null_block_handed_out", req_id, {id}, "a full-attention block table holds the null block"});
+                continue;
+            }
+            ++holders[id];
+        }
+    }
+
+    const auto free_ids = queue.to_vector();
+    if (free_ids.size() != pool.num_free_blocks())
+        out.push_back({"free_queue_size", "", {},
+                       fmt::format("free queue walks {} blocks but reports {}", free_ids.size(), pool.num_free_blocks())});
+
+    const KVCacheBlock& null_block = pool.block(kNullBlockId);
+    if (!null_block.is_null) out.push_back({"null_block", "", {kNullBlockId}, "block 0 is not marked null"});
+    if (queue.contains(kNullBlockId)) out.push_back({"null_block_freed", "", {kNullBlockId}, "the null block is in the free queue"});
+    if (null_block.hash) out.push_back({"null_block_cached", "", {kNullBlockId}, "the null block carries a hash"});
+
+    for (BlockId id = 1; id < pool.num_blocks(); ++id) {
+        const KVCacheBlock& block = pool.block(id);
+        const int expected = holders.contains(id) ? holders.at(id) : 0;
+        if (block.ref_cnt < 0) {
+            out.push_back({"double_free", "", {id}, fmt::format("ref_cnt {} below zero", block.ref_cnt)});
+            continue;
+        }
+        if (block.ref_cnt != expected)
+            out.push_back({"ref_count_mismatch", "", {id},
+                           fmt::format("ref_cnt {} but {} holder(s)", block.ref_cnt, expected)});
+        const bool in_queue = queue.contains(id);
+        if ((block.ref_cnt == 0) != in_queue)
+            out.push_back({"free_queue_mismatch", "", {id},
+                           fmt::format("ref_cnt {} and {}in the free queue", block.ref_cnt, in_queue ? "" : "not ")});
+    }
+
+    for (const auto& [hash, ids] : pool.cached_blocks()) {
+        for (BlockId id : ids) {
+            const KVCacheBlock& block = pool.block(id);
+            if (!block.hash || *block.hash != hash)
+                out.push_back({"prefix_map_stale", "", {id}, fmt::format("prefix map names block {} for a hash it does not carry", id)});
+        }
+    }
+}
+
+}  // namespace kvsim

@@ -1,0 +1,13 @@
+#include "properties/checkers/block_pool_checker.h"
+#include "properties/checkers/request_state_checker.h"
+
+namespace kvsim {
+
+std::vector<std::unique_ptr<Checker>> make_core_checkers() {
+    std::vector<std::unique_ptr<Checker>> checkers;
+    checkers.push_back(std::make_unique<BlockPoolChecker>());
+    checkers.push_back(std::make_unique<RequestStateChecker>());
+    return checkers;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,16 @@
+#pragma once
+// kvsim subcommands. Each registers its flags on a CLI11 app (the one table that
+// feeds parsing and help) and returns an exit code per DESIGN §4.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace kvsim::cli {
+
+using Command = std::function<int()>;
+
+Command add_run_command(CLI::App& app);
+Command add_variants_command(CLI::App& app);
+Command add_format_command(CLI::App& app);
+
+}  // namespace kvsim::cli

@@ -1,0 +1,13 @@
+#pragma once
+#include <string>
+
+#include "sim/harness/run_trace.h"
+
+namespace kvsim::cli {
+
+// The one line every run ends with: verdict, trace, variant, steps, digest,
+// signature and message when failing, and the command that reproduces it.
+std::string verdict_line(const RunResult& result, const std::string& trace_path, const std::string& variant);
+std::string repro_command(const std::string& trace_path, const std::string& variant);
+
+}  // namespace kvsim::cli

@@ -1,0 +1,60 @@
+#include "sim/connector/stand_in_connector.h"
+
+#include <fmt/format.h>
+
+#include "sim/engine/event_log.h"
+
+namespace kvsim {
+
+std::vector<std::string> StandInMetadata::describe() const {
+    std::vector<std::string> lines;
+    for (const auto& [id, blocks] : loads) lines.push_back(fmt::format("stand_in load {} {}", id, format_blocks(blocks)));
+    return lines;
+}
+
+MatchResult StandInConnectorScheduler::get_num_new_matched_tokens(Request& request, int num_computed_tokens) {
+    if (spec_.role == KvRole::kv_producer || !request.kv_transfer_params.do_remote_prefill) return {0, false};
+    const int count = request.num_prompt_tokens() - num_computed_tokens;
+    if (count > 0) return {count, true};
+    return {0, false};
+}
+
+void StandInConnectorScheduler::update_state_after_alloc(Request& request, const KVCacheBlocks& blocks,
+                                                         int num_external_tokens) {
+    if (!request.kv_transfer_params.do_remote_prefill) return;
+    if (num_external_tokens > 0) pending_loads_.emplace_back(request.id(), blocks.unhashed_block_ids.at(0));
+    request.kv_transfer_params.do_remote_prefill = false;  // one transfer per request
+}
+
+std::shared_ptr<const ConnectorMetadata> StandInConnectorScheduler::build_connector_meta(const SchedulerOutput&) {
+    auto meta = std::make_shared<StandInMetadata>();
+    meta->loads = std::move(pending_loads_);
+    pending_loads_.clear();
+    return meta;
+}
+
+FinishResult StandInConnectorScheduler::request_finished(Request& request, const std::vector<BlockId>&) {
+    request.kv_transfer_params.do_remote_prefill = false;
+    return {false};
+}
+
+void StandInConnectorWorker::execute(int step, const SchedulerOutput& output) {
+    const auto* meta = dynamic_cast<const StandInMetadata*>(output.kv_connector_metadata.get());
+    if (meta == nullptr) return;
+    for (const auto& [id, blocks] : meta->loads) inflight_[id] = step + spec_.load_delay;
+}
+
+KVConnectorOutput StandInConnectorWorker::get_finished(int step, const std::set<std::string>&) {
+    KVConnectorOutput out;
+    for (auto it = inflight_.begin(); it != inflight_.end();) {
+        if (it->second <= step) {
+            out.finished_recving.insert(it->first);
+            it = inflight_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return out;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,61 @@
+#pragma once
+// vllm/v1/core/block_pool.py BlockPool @ c59cb7941357443da7c5eef75cfa8697d683d228
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "sim/core/free_block_queue.h"
+#include "sim/core/request.h"
+#include "sim/variant/variant.h"
+
+namespace kvsim {
+
+inline constexpr BlockId kNullBlockId = 0;
+
+struct KVCacheBlock {
+    BlockId id = 0;
+    int ref_cnt = 0;
+    std::optional<BlockHash> hash;
+    bool is_null = false;
+};
+
+class BlockPool {
+public:
+    BlockPool(std::uint32_t num_blocks, bool enable_caching, FreeOrder free_order);
+
+    std::uint32_t num_blocks() const { return static_cast<std::uint32_t>(blocks_.size()); }
+    std::uint32_t num_free_blocks() const { return free_queue_.size(); }
+    bool caching_enabled() const { return enable_caching_; }
+    const KVCacheBlock& block(BlockId id) const { return blocks_.at(id); }
+    const FreeBlockQueue& free_queue() const { return free_queue_; }
+    // hash -> block ids holding it, first inserted first (lookup returns the first).
+    const std::map<BlockHash, std::vector<BlockId>>& cached_blocks() const { return cached_; }
+
+    // BlockPool.get_cached_block @ c59cb794
+    std::optional<BlockId> get_cached_block(BlockHash hash) const;
+    // BlockPool.get_new_blocks @ c59cb794: pops from the head, evicting stale hashes now.
+    std::vector<BlockId> get_new_blocks(std::uint32_t n);
+    // BlockPool.touch @ c59cb794
+    void touch(const std::vector<BlockId>& ids);
+    // BlockPool.free_blocks @ c59cb794 (ordering per FreeOrder)
+    void free_blocks(const std::vector<BlockId>& ordered_ids);
+    // BlockPool.cache_full_blocks @ c59cb794: hash blocks [num_cached, num_full) of a request.
+    void cache_full_blocks(const std::vector<BlockHash>& request_hashes, const std::vector<BlockId>& blocks,
+                           int num_cached_blocks, int num_full_blocks);
+    // BlockPool.evict_blocks @ c59cb794: drop hashes only.
+    void evict_blocks(const std::vector<BlockId>& ids);
+    // BlockPool.reset_prefix_cache @ c59cb794
+    bool reset_prefix_cache();
+
+private:
+    bool maybe_evict_cached_block(BlockId id);
+
+    std::vector<KVCacheBlock> blocks_;
+    FreeBlockQueue free_queue_;
+    std::map<BlockHash, std::vector<BlockId>> cached_;
+    bool enable_caching_;
+    FreeOrder free_order_;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,200 @@
+#include "sim/core/kv_cache_manager.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace kvsim {
+namespace {
+
+// Arguments are formatted only on failure.
+template <class... Args>
+void require(bool ok, fmt::format_string<Args...> what, Args&&... args) {
+    if (!ok) throw std::logic_error("KVCacheManager: " + fmt::format(what, std::forward<Args>(args)...));
+}
+
+// vllm/utils/math_utils.py cdiv, for a >= 0 and b > 0.
+constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
+static_assert(cdiv(0, 16) == 0 && cdiv(1, 16) == 1 && cdiv(16, 16) == 1 && cdiv(17, 16) == 2);
+
+}  // namespace
+
+// vllm/v1/core/kv_cache_manager.py KVCacheManager.__init__ @ ace980e6de0540f49b0c63248437a1a7807590c1
+KVCacheManager::KVCacheManager(std::uint32_t num_blocks, int block_size, int max_model_len, bool enable_caching,
+                               FreeOrder free_order)
+    : pool_(num_blocks, enable_caching, free_order),
+      block_size_(block_size),
+      max_model_len_(max_model_len),
+      enable_caching_(enable_caching) {
+    require(block_size_ > 0, "block_size must be positive, got {}", block_size_);
+    require(max_model_len_ > 0, "max_model_len must be positive, got {}", max_model_len_);
+}
+
+// vllm/v1/core/kv_cache_manager.py KVCacheManager.get_computed_blocks @ ace980e6de0540f49b0c63248437a1a7807590c1
+// with single_type_kv_cache_manager.py FullAttentionManager.find_longest_cache_hit @ 129ab7c6
+ComputedBlocks KVCacheManager::get_computed_blocks(const Request& request) const {
+    if (!enable_caching_) return {};
+    // islice(block_hashes, (num_tokens - 1) // block_size) raises on a negative stop.
+    require(request.num_tokens() >= 1, "{}: get_computed_blocks on a request without tokens", request.id());
+    const int max_cache_hit_length = request.num_tokens() - 1;
+    const auto max_num_blocks = static_cast<std::size_t>(max_cache_hit_length / block_size_);
+    const auto& hashes = request.block_hashes();
+    ComputedBlocks out;
+    for (std::size_t i = 0; i < std::min(max_num_blocks, hashes.size()); ++i) {
+        const auto hit = pool_.get_cached_block(hashes[i]);
+        if (!hit) break;
+        out.blocks.push_back(*hit);
+    }
+    out.num_tokens = static_cast<int>(out.blocks.size()) * block_size_;
+    return out;
+}
+
+// vllm/v1/core/single_type_kv_cache_manager.py SingleTypeKVCacheManager.get_num_blocks_to_allocate
+// @ 129ab7c60cbb8eb11e875373e67f7e521b74aa30 (full attention: nothing is skipped, and the v0.29
+// apply_admission_cap has no cap for full attention).
+int KVCacheManager::num_blocks_to_allocate(const std::string& request_id, int num_tokens,
+                                           const std::vector<BlockId>& new_computed_blocks) const {
+    const int num_required_blocks = cdiv(num_tokens, block_size_);
+    const auto held_it = req_to_blocks_.find(request_id);
+    const int num_req_blocks = held_it == req_to_blocks_.end() ? 0 : static_cast<int>(held_it->second.size());
+    if (num_cached_block_.contains(request_id)) {
+        require(new_computed_blocks.empty(), "{}: a running request won't have any new prefix-cache hits",
+                request_id);
+        return std::max(num_required_blocks - num_req_blocks, 0);
+    }
+    const int num_local_computed_blocks = static_cast<int>(new_computed_blocks.size()) + num_req_blocks;
+    const int num_new_blocks = std::max(num_required_blocks - num_local_computed_blocks, 0);
+    // A hit sitting in the free queue is taken out of it by touch(), consuming free capacity.
+    const auto num_evictable = std::count_if(new_computed_blocks.begin(), new_computed_blocks.end(), [&](BlockId b) {
+        return pool_.block(b).ref_cnt == 0 && !pool_.block(b).is_null;
+    });
+    return num_new_blocks + static_cast<int>(num_evictable);
+}
+
+// vllm/v1/core/kv_cache_manager.py KVCacheManager.allocate_slots @ ace980e6de0540f49b0c63248437a1a7807590c1
+// (+ the v0.29 admission arguments, upstream-shaped copy id 66224502829) with the full-attention
+// SingleTypeKVCacheManager allocate_new_computed_blocks / allocate_new_blocks / cache_blocks @ 129ab7c6
+std::optional<std::vector<BlockId>> KVCacheManager::allocate_slots(Request& request, int num_new_tokens,
+                                                                   int num_new_computed_tokens,
+                                                                   const std::vector<BlockId>& new_computed_blocks,
+                                                                   int num_lookahead_tokens,
+                                                                   int num_external_computed_tokens,
+                                                                   bool delay_cache_blocks,
+                                                                   const AdmissionLimits& limits) {
+    const std::string& id = request.id();
+    // Upstream raises ValueError here.
+    require(num_new_tokens != 0 || num_external_computed_tokens != 0,
+            "{}: num_new_tokens must be greater than 0 when there are no external computed tokens", id);
+    require(num_new_tokens >= 0 && num_new_computed_tokens >= 0 && num_lookahead_tokens >= 0 &&
+                num_external_computed_tokens >= 0,
+            "{}: negative token count (new {}, new computed {}, lookahead {}, external {})", id, num_new_tokens,
+            num_new_computed_tokens, num_lookahead_tokens, num_external_computed_tokens);
+    require(num_new_computed_tokens == static_cast<int>(new_computed_blocks.size()) * block_size_,
+            "{}: {} new computed tokens do not match {} hit blocks of {}", id, num_new_computed_tokens,
+            new_computed_blocks.size(), block_size_);
+    require(enable_caching_ || new_computed_blocks.empty(),
+            "{}: Computed blocks should be empty when prefix caching is disabled", id);
+    require(limits.reserved_blocks >= 0 && limits.watermark_blocks >= 0,
+            "{}: negative admission limits (reserved {}, watermark {})", id, limits.reserved_blocks,
+            limits.watermark_blocks);
+
+    const int num_local_computed_tokens = request.num_computed_tokens + num_new_computed_tokens;
+    const int total_computed_tokens =
+        std::min(num_local_computed_tokens + num_external_computed_tokens, max_model_len_);
+    const int num_free = static_cast<int>(pool_.num_free_blocks());
+
+    int watermark_blocks = 0;
+    if (limits.has_scheduled_reqs &&
+        (request.status == RequestStatus::waiting || request.status == RequestStatus::preempted))
+        watermark_blocks = limits.watermark_blocks;
+
+    if (limits.full_sequence_must_fit) {
+        const int full_num_tokens = std::min(request.num_tokens(), max_model_len_);
+        if (num_blocks_to_allocate(id, full_num_tokens, new_computed_blocks) + watermark_blocks > num_free)
+            return std::nullopt;
+    }
+
+    const int num_tokens_main_model = total_computed_tokens + num_new_tokens;
+    const int num_tokens_need_slot = std::min(num_tokens_main_model + num_lookahead_tokens, max_model_len_);
+    const int num_required_blocks = cdiv(num_tokens_need_slot, block_size_);
+    const bool tracked = num_cached_block_.contains(id);
+
+    // remove_skipped_blocks is a no-op for full attention.
+    const int needed = num_blocks_to_allocate(id, num_tokens_need_slot, new_computed_blocks);
+    if (needed + watermark_blocks > num_free - limits.reserved_blocks) return std::nullopt;
+
+    if (!new_computed_blocks.empty() || num_external_computed_tokens > 0) {
+        // SingleTypeKVCacheManager.allocate_new_computed_blocks: a tracked request returns early,
+        // without blocks for its external tokens.
+        if (!tracked) {
+            std::vector<BlockId>& req_blocks = req_to_blocks_[id];
+            require(req_blocks.empty(), "{}: a new request already holds {} blocks", id, req_blocks.size());
+            if (enable_caching_) pool_.touch(new_computed_blocks);
+            req_blocks.insert(req_blocks.end(), new_computed_blocks.begin(), new_computed_blocks.end());
+            num_cached_block_[id] = static_cast<int>(req_blocks.size());
+            if (num_external_computed_tokens > 0) {
+                // Upstream uses the uncapped local + external count here.
+                const int n = cdiv(num_local_computed_tokens + num_external_computed_tokens, block_size_) -
+                              static_cast<int>(req_blocks.size());
+                require(n >= 0, "{}: {} blocks for external tokens", id, n);
+                const auto ext_blocks = pool_.get_new_blocks(static_cast<std::uint32_t>(n));
+                req_blocks.insert(req_blocks.end(), ext_blocks.begin(), ext_blocks.end());
+            }
+        }
+    }
+
+    // SingleTypeKVCacheManager.allocate_new_blocks (req_to_blocks is a defaultdict: the entry appears).
+    std::vector<BlockId>& req_blocks = req_to_blocks_[id];
+    std::vector<BlockId> new_blocks;
+    const int num_new_blocks = num_required_blocks - static_cast<int>(req_blocks.size());
+    if (num_new_blocks > 0) {
+        new_blocks = pool_.get_new_blocks(static_cast<std::uint32_t>(num_new_blocks));
+        req_blocks.insert(req_blocks.end(), new_blocks.begin(), new_blocks.end());
+    }
+
+    if (!enable_caching_ || delay_cache_blocks) return new_blocks;
+
+    // Only finalized tokens are cached: lookahead / draft slots beyond num_tokens are not.
+    const int num_tokens_to_cache = std::min(total_computed_tokens + num_new_tokens, request.num_tokens());
+    cache_blocks(request, num_tokens_to_cache);
+    return new_blocks;
+}
+
+// vllm/v1/core/kv_cache_manager.py KVCacheManager.free @ ace980e6de0540f49b0c63248437a1a7807590c1
+// with single_type_kv_cache_manager.py SingleTypeKVCacheManager.free @ 129ab7c6
+void KVCacheManager::free(const Request& request) {
+    const auto it = req_to_blocks_.find(request.id());
+    std::vector<BlockId> ordered;
+    if (it != req_to_blocks_.end()) {
+        ordered.assign(it->second.rbegin(), it->second.rend());
+        req_to_blocks_.erase(it);
+    }
+    pool_.free_blocks(ordered);
+    num_cached_block_.erase(request.id());
+}
+
+// vllm/v1/core/kv_cache_manager.py KVCacheManager.cache_blocks @ ace980e6de0540f49b0c63248437a1a7807590c1
+// with single_type_kv_cache_manager.py SingleTypeKVCacheManager.cache_blocks @ 129ab7c6
+void KVCacheManager::cache_blocks(const Request& request, int num_computed_tokens) {
+    if (!enable_caching_) return;
+    require(num_computed_tokens >= 0, "{}: cache_blocks with {} tokens", request.id(), num_computed_tokens);
+    const auto cached_it = num_cached_block_.find(request.id());
+    const int num_cached_blocks = cached_it == num_cached_block_.end() ? 0 : cached_it->second;
+    const int num_full_blocks = num_computed_tokens / block_size_;
+    if (num_cached_blocks >= num_full_blocks) return;
+    pool_.cache_full_blocks(request.block_hashes(), req_to_blocks_[request.id()], num_cached_blocks, num_full_blocks);
+    num_cached_block_[request.id()] = num_full_blocks;
+}
+
+// vllm/v1/core/kv_cache_manager.py KVCacheManager.get_block_ids @ ace980e6de0540f49b0c63248437a1a7807590c1
+std::vector<BlockId> KVCacheManager::get_block_ids(const std::string& request_id) const {
+    const auto it = req_to_blocks_.find(request_id);
+    return it == req_to_blocks_.end() ? std::vector<BlockId>{} : it->second;
+}
+
+bool KVCacheManager::has_blocks(const std::string& request_id) const { return req_to_blocks_.contains(request_id); }
+
+}  // namespace kvsim

@@ -1,0 +1,77 @@
+#pragma once
+// vllm/v1/core/kv_cache_manager.py KVCacheManager @ ace980e6de0540f49b0c63248437a1a7807590c1
+// with single_type_kv_cache_manager.py FullAttentionManager @ 129ab7c60cbb8eb11e875373e67f7e521b74aa30
+// One KV-cache group, full attention.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/core/block_pool.h"
+#include "sim/core/request.h"
+
+namespace kvsim {
+
+struct ComputedBlocks {
+    std::vector<BlockId> blocks;
+    int num_tokens = 0;
+};
+
+// Admission arguments of the v0.29-era allocate_slots (kv_cache_manager.py, upstream-shaped copy id
+// 66224502829; PR #44594 watermark). The defaults reproduce ace980e6 exactly.
+struct AdmissionLimits {
+    bool full_sequence_must_fit = false;  // the whole min(num_tokens, max_model_len) must fit first
+    int reserved_blocks = 0;              // kept free for in-flight prefills (not applied to the full check)
+    bool has_scheduled_reqs = true;       // the watermark applies only when something already runs
+    int watermark_blocks = 0;             // int(watermark * num_blocks); WAITING/PREEMPTED requests only
+};
+
+class KVCacheManager {
+public:
+    KVCacheManager(std::uint32_t num_blocks, int block_size, int max_model_len, bool enable_caching,
+                   FreeOrder free_order);
+
+    BlockPool& block_pool() { return pool_; }
+    const BlockPool& block_pool() const { return pool_; }
+    int block_size() const { return block_size_; }
+
+    // KVCacheManager.get_computed_blocks @ ace980e6: full blocks only, never the last token.
+    ComputedBlocks get_computed_blocks(const Request& request) const;
+
+    // KVCacheManager.allocate_slots @ ace980e6. Returns the newly allocated blocks
+    // (not hits, not external-token blocks), or nullopt when there is not enough room.
+    std::optional<std::vector<BlockId>> allocate_slots(Request& request, int num_new_tokens,
+                                                       int num_new_computed_tokens = 0,
+                                                       const std::vector<BlockId>& new_computed_blocks = {},
+                                                       int num_lookahead_tokens = 0,
+                                                       int num_external_computed_tokens = 0,
+                                                       bool delay_cache_blocks = false,
+                                                       const AdmissionLimits& limits = {});
+
+    // KVCacheManager.free @ ace980e6: the request's blocks, tail first.
+    void free(const Request& request);
+
+    // KVCacheManager.cache_blocks @ ace980e6: hash full blocks up to num_computed_tokens.
+    void cache_blocks(const Request& request, int num_computed_tokens);
+
+    // KVCacheManager.get_block_ids @ ace980e6 (one group).
+    std::vector<BlockId> get_block_ids(const std::string& request_id) const;
+    bool has_blocks(const std::string& request_id) const;
+
+    // Every request id holding blocks, sorted (for checkers).
+    const std::map<std::string, std::vector<BlockId>>& all_request_blocks() const { return req_to_blocks_; }
+
+private:
+    // SingleTypeKVCacheManager.get_num_blocks_to_allocate @ 129ab7c6 (full attention).
+    int num_blocks_to_allocate(const std::string& request_id, int num_tokens,
+                               const std::vector<BlockId>& new_computed_blocks) const;
+
+    BlockPool pool_;
+    int block_size_;
+    int max_model_len_;
+    bool enable_caching_;
+    std::map<std::string, std::vector<BlockId>> req_to_blocks_;
+    std::map<std::string, int> num_cached_block_;
+};
+
+}  // namespace kvsim

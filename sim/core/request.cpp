@@ -1,0 +1,98 @@
+#include "sim/core/request.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <utility>
+
+namespace kvsim {
+namespace {
+
+// Arguments are formatted only on failure.
+template <class... Args>
+void require(bool ok, fmt::format_string<Args...> what, Args&&... args) {
+    if (!ok) throw std::logic_error("Request: " + fmt::format(what, std::forward<Args>(args)...));
+}
+
+constexpr std::uint64_t token_word(TokenId t) { return static_cast<std::uint32_t>(t); }
+
+}  // namespace
+
+// vllm/v1/request.py RequestStatus.__str__ @ dba83d52c06471eabafba4310718ac7a100cbfa4
+std::string_view to_string(RequestStatus s) {
+    switch (s) {
+        case RequestStatus::waiting: return "WAITING";
+        case RequestStatus::waiting_for_remote_kvs: return "WAITING_FOR_REMOTE_KVS";
+        case RequestStatus::running: return "RUNNING";
+        case RequestStatus::preempted: return "PREEMPTED";
+        case RequestStatus::finished_stopped: return "FINISHED_STOPPED";
+        case RequestStatus::finished_length_capped: return "FINISHED_LENGTH_CAPPED";
+        case RequestStatus::finished_aborted: return "FINISHED_ABORTED";
+        case RequestStatus::finished_ignored: return "FINISHED_IGNORED";
+        case RequestStatus::finished_error: return "FINISHED_ERROR";
+    }
+    throw std::logic_error(fmt::format("to_string: RequestStatus value {} is not an enumerator", static_cast<int>(s)));
+}
+
+// vllm/v1/core/kv_cache_utils.py hash_block_tokens @ bbf906a88ba1a39104884c88c9811a4f968e4659
+BlockHash hash_block_tokens(BlockHash parent, std::span<const TokenId> block_tokens) {
+    std::uint64_t content = kFnvOffset;
+    for (TokenId t : block_tokens) content = hash_combine(content, token_word(t));
+    return hash_combine(parent, hash_combine(content, block_tokens.size()));
+}
+
+// vllm/v1/request.py Request.__init__ @ dba83d52c06471eabafba4310718ac7a100cbfa4
+Request::Request(std::string id, std::vector<TokenId> prompt, int max_tokens, int block_size, int arrival_step,
+                 KvTransferParams params)
+    : kv_transfer_params(params),
+      id_(std::move(id)),
+      prompt_(std::move(prompt)),
+      max_tokens_(max_tokens),
+      block_size_(block_size),
+      arrival_step_(arrival_step) {
+    require(!id_.empty(), "request id must not be empty");
+    require(block_size_ > 0, "{}: block_size must be positive, got {}", id_, block_size_);
+    // vllm/sampling_params.py SamplingParams._verify_args: max_tokens must be at least 1.
+    require(max_tokens_ >= 1, "{}: max_tokens must be at least 1, got {}", id_, max_tokens_);
+    require(arrival_step_ >= 0, "{}: arrival_step must not be negative, got {}", id_, arrival_step_);
+    extend_block_hashes();
+}
+
+std::vector<TokenId> Request::all_token_ids() const {
+    std::vector<TokenId> all;
+    all.reserve(prompt_.size() + output_.size());
+    all.insert(all.end(), prompt_.begin(), prompt_.end());
+    all.insert(all.end(), output_.begin(), output_.end());
+    return all;
+}
+
+TokenId Request::token_at(int position) const {
+    require(position >= 0, "{}: token position {} is negative", id_, position);
+    require(position < num_tokens(), "{}: token position {} is not below num_tokens {}", id_, position,
+                                                 num_tokens());
+    const auto p = static_cast<std::size_t>(position);
+    return p < prompt_.size() ? prompt_[p] : output_[p - prompt_.size()];
+}
+
+// vllm/v1/request.py Request.append_output_token_ids @ dba83d52c06471eabafba4310718ac7a100cbfa4
+void Request::append_output_token(TokenId token) {
+    output_.push_back(token);
+    extend_block_hashes();
+}
+
+// vllm/v1/core/kv_cache_utils.py get_request_block_hasher @ bbf906a88ba1a39104884c88c9811a4f968e4659:
+// hashes every full block after the last hashed one; a partial tail block gets none.
+void Request::extend_block_hashes() {
+    const auto bs = static_cast<std::size_t>(block_size_);
+    const std::size_t total = static_cast<std::size_t>(num_tokens());
+    require(block_hashes_.size() * bs <= total, "{}: {} hashed blocks cover more than {} tokens", id_,
+                                                            block_hashes_.size(), total);
+    if (block_hashes_.size() * bs + bs > total) return;
+    const std::vector<TokenId> all = all_token_ids();
+    for (std::size_t start = block_hashes_.size() * bs; start + bs <= total; start += bs) {
+        const BlockHash parent = block_hashes_.empty() ? kNoneHash : block_hashes_.back();
+        block_hashes_.push_back(hash_block_tokens(parent, std::span<const TokenId>(all).subspan(start, bs)));
+    }
+}
+
+}  // namespace kvsim

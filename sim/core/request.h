@@ -1,0 +1,87 @@
+#pragma once
+// vllm/v1/request.py Request / RequestStatus @ dba83d52c06471eabafba4310718ac7a100cbfa4
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/common/stable_hash.h"
+
+namespace kvsim {
+
+using BlockId = std::uint32_t;
+using BlockHash = std::uint64_t;
+using TokenId = std::int32_t;
+
+// vllm/v1/core/kv_cache_utils.py NONE_HASH / hash_block_tokens @ bbf906a88ba1a39104884c88c9811a4f968e4659:
+// the parent of the first block, and one chain link (a stable stand-in for sha256, no extra keys).
+inline constexpr BlockHash kNoneHash = fnv1a("kvsim/NONE_HASH");
+BlockHash hash_block_tokens(BlockHash parent, std::span<const TokenId> block_tokens);
+
+// Ordered as upstream; "finished" is every status after PREEMPTED.
+enum class RequestStatus {
+    waiting,
+    waiting_for_remote_kvs,
+    running,
+    preempted,
+    finished_stopped,
+    finished_length_capped,
+    finished_aborted,
+    finished_ignored,
+    finished_error,
+};
+
+std::string_view to_string(RequestStatus s);
+inline bool is_finished(RequestStatus s) { return s > RequestStatus::preempted; }
+
+// kv_transfer_params, as far as the modelled connectors read them.
+struct KvTransferParams {
+    bool do_remote_prefill = false;
+    bool do_remote_decode = false;
+};
+
+class Request {
+public:
+    Request(std::string id, std::vector<TokenId> prompt, int max_tokens, int block_size, int arrival_step,
+            KvTransferParams params);
+
+    const std::string& id() const { return id_; }
+    int num_prompt_tokens() const { return static_cast<int>(prompt_.size()); }
+    int num_output_tokens() const { return static_cast<int>(output_.size()); }
+    int num_tokens() const { return num_prompt_tokens() + num_output_tokens(); }
+    int max_tokens() const { return max_tokens_; }
+    int arrival_step() const { return arrival_step_; }
+    const std::vector<TokenId>& prompt() const { return prompt_; }
+    const std::vector<TokenId>& output() const { return output_; }
+    std::vector<TokenId> all_token_ids() const;
+    TokenId token_at(int position) const;
+
+    // Hashes of the full blocks of all_token_ids(), chained (vllm/v1/core/kv_cache_utils.py hash_block_tokens).
+    const std::vector<BlockHash>& block_hashes() const { return block_hashes_; }
+
+    // vllm/v1/request.py Request.append_output_token_ids @ dba83d52: appends and extends block hashes.
+    void append_output_token(TokenId token);
+
+    RequestStatus status = RequestStatus::waiting;
+    int num_computed_tokens = 0;
+    int num_preemptions = 0;
+    int num_external_computed_tokens = 0;
+    std::optional<int> num_cached_tokens;
+    KvTransferParams kv_transfer_params;
+    std::optional<RequestStatus> stop_reason_status;
+
+private:
+    void extend_block_hashes();
+
+    std::string id_;
+    std::vector<TokenId> prompt_;
+    std::vector<TokenId> output_;
+    int max_tokens_;
+    int block_size_;
+    int arrival_step_;
+    std::vector<BlockHash> block_hashes_;
+};
+
+}  // namespace kvsim

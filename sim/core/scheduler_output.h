@@ -1,0 +1,61 @@
+#pragma once
+// vllm/v1/core/sched/output.py SchedulerOutput, NewRequestData, CachedRequestData,
+// KVConnectorBlockState @ a9b169409e5f3a8fa67b462c064c4080e93b82b7 (+ copy id 58763749187 for the block state)
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sim/common/ordered_map.h"
+#include "sim/core/request.h"
+#include "sim/variant/variant.h"
+
+namespace kvsim {
+
+struct ConnectorMetadata;
+
+struct NewRequestData {
+    std::string req_id;
+    std::vector<BlockId> block_ids;  // the whole block table (one group)
+    int num_computed_tokens = 0;     // before this step's advance
+};
+
+// Columnar, one entry per scheduled running request, then resumed requests.
+struct CachedRequestData {
+    std::vector<std::string> req_ids;
+    std::set<std::string> resumed_req_ids;
+    // Blocks allocated this step (nullopt when none); the full table for resumed requests.
+    std::vector<std::optional<std::vector<BlockId>>> new_block_ids;
+    std::vector<int> num_computed_tokens;  // before this step's advance
+    std::vector<int> num_output_tokens;
+
+    std::size_t size() const { return req_ids.size(); }
+};
+
+// The core's current block tables, readable by the connector while it builds metadata.
+struct KVConnectorBlockState {
+    SnapshotRule rule = SnapshotRule::none;
+    std::map<std::string, std::vector<BlockId>> block_ids;
+
+    const std::vector<BlockId>* get_block_ids(const std::string& req_id) const {
+        auto it = block_ids.find(req_id);
+        return it == block_ids.end() ? nullptr : &it->second;
+    }
+};
+
+struct SchedulerOutput {
+    int step = 0;
+    std::vector<NewRequestData> scheduled_new_reqs;
+    CachedRequestData scheduled_cached_reqs;
+    OrderedMap<int> num_scheduled_tokens;
+    int total_num_scheduled_tokens = 0;
+    std::set<std::string> finished_req_ids;
+    std::set<std::string> preempted_req_ids;
+    // Only present while the connector builds its metadata (cleared before dispatch).
+    std::optional<KVConnectorBlockState> kv_connector_block_state;
+    std::shared_ptr<const ConnectorMetadata> kv_connector_metadata;
+};
+
+}  // namespace kvsim

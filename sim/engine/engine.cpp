@@ -1,0 +1,71 @@
+#include "sim/engine/engine.h"
+
+#include "sim/common/stable_hash.h"
+
+namespace kvsim {
+
+TokenId sampled_token(const std::string& request_id, int position) {
+    const std::uint64_t h = hash_combine(fnv1a(request_id), static_cast<std::uint64_t>(position));
+    return static_cast<TokenId>(1 + h % 50000);
+}
+
+Engine::Engine(const Trace& trace, const Variant& variant)
+    : trace_(trace), variant_(variant), connectors_(make_connector_stack(trace, variant)) {
+    scheduler_ = std::make_unique<Scheduler>(trace.engine, variant_, connectors_.scheduler.get(), log_);
+}
+
+void Engine::apply_events(int step) {
+    while (next_event_ < trace_.events.size() && trace_.events[next_event_].step <= step) {
+        const Event& event = trace_.events[next_event_++];
+        if (const auto* arrive = std::get_if<ArriveEvent>(&event.body)) {
+            KvTransferParams params;
+            params.do_remote_prefill = arrive->remote_prefill;
+            scheduler_->add_request(std::make_unique<Request>(arrive->request_id, trace_.prompt_tokens(*arrive),
+                                                              arrive->max_tokens, trace_.engine.block_size, step,
+                                                              params));
+        } else if (const auto* abort = std::get_if<AbortEvent>(&event.body)) {
+            scheduler_->finish_requests({abort->request_id}, RequestStatus::finished_aborted);
+        }
+    }
+}
+
+// vllm/v1/worker/gpu_model_runner.py GPUModelRunner.execute_model: one sampled token per
+// request whose prompt is complete after this step; partial prefills sample nothing.
+ModelRunnerOutput Engine::execute_model(int step, const SchedulerOutput& output) {
+    ModelRunnerOutput result;
+    for (const auto& [id, n] : output.num_scheduled_tokens) {
+        const auto* slot = scheduler_->requests().find(id);
+        auto& sampled = result.sampled_token_ids[id];
+        if (slot == nullptr) continue;
+        const Request& req = **slot;
+        if (req.num_computed_tokens >= req.num_tokens()) sampled.push_back(sampled_token(id, req.num_tokens()));
+    }
+    if (connectors_.worker) {
+        connectors_.worker->execute(step, output);
+        KVConnectorOutput kv = connectors_.worker->get_finished(step, output.finished_req_ids);
+        if (!kv.finished_recving.empty())
+            log_.emitf("worker", "finished_recving={}", format_blocks(kv.finished_recving));
+        if (!kv.finished_sending.empty())
+            log_.emitf("worker", "finished_sending={}", format_blocks(kv.finished_sending));
+        result.kv_connector_output = std::move(kv);
+    }
+    return result;
+}
+
+void Engine::run_step(int step) {
+    last_step_ = step;
+    log_.set_step(step);
+    apply_events(step);
+    const SchedulerOutput output = scheduler_->schedule(step);
+    const ModelRunnerOutput runner_output = execute_model(step, output);
+    scheduler_->update_from_output(output, runner_output);
+}
+
+bool Engine::quiet() const {
+    if (scheduler_->has_requests()) return false;
+    if (connectors_.worker && connectors_.worker->busy()) return false;
+    if (connectors_.scheduler && connectors_.scheduler->has_pending_push_work()) return false;
+    return true;
+}
+
+}  // namespace kvsim

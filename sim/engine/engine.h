@@ -1,0 +1,56 @@
+#pragma once
+// The engine loop of one run: events -> schedule() -> worker -> update_from_output.
+// vllm/v1/engine/core.py EngineCore.step (synchronous, one batch in flight)
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "sim/connector/connector_factory.h"
+#include "sim/core/scheduler.h"
+#include "sim/engine/event_log.h"
+#include "sim/trace/trace.h"
+#include "sim/variant/variant.h"
+
+namespace kvsim {
+
+class Engine {
+public:
+    Engine(const Trace& trace, const Variant& variant);
+
+    // Runs step `step`: applies its events, then one schedule/execute/update round.
+    // Throws UpstreamAssertion when the modelled engine dies.
+    void run_step(int step);
+
+    // No request object alive, nothing in flight on the worker, no push work pending.
+    bool quiet() const;
+    bool events_exhausted() const { return next_event_ >= trace_.events.size(); }
+    // Step of the next unapplied event (precondition: !events_exhausted()).
+    int next_event_step() const { return trace_.events[next_event_].step; }
+
+    const Trace& trace() const { return trace_; }
+    const Variant& variant() const { return variant_; }
+    const Scheduler& scheduler() const { return *scheduler_; }
+    const KVConnectorScheduler* connector() const { return connectors_.scheduler.get(); }
+    const KVConnectorWorker* connector_worker() const { return connectors_.worker.get(); }
+    EventLog& log() { return log_; }
+    const EventLog& log() const { return log_; }
+    int last_step() const { return last_step_; }
+
+private:
+    void apply_events(int step);
+    ModelRunnerOutput execute_model(int step, const SchedulerOutput& output);
+
+    const Trace& trace_;
+    Variant variant_;
+    EventLog log_;
+    ConnectorStack connectors_;
+    std::unique_ptr<Scheduler> scheduler_;
+    std::size_t next_event_ = 0;
+    int last_step_ = -1;
+};
+
+// The token the modelled model samples at `position` of a request: a pure function,
+// so outputs never depend on the PRNG stream or on scheduling.
+TokenId sampled_token(const std::string& request_id, int position);
+
+}  // namespace kvsim

@@ -1,0 +1,25 @@
+#pragma once
+// Exit codes (DESIGN §4); 64/65 follow sysexits.h (EX_USAGE, EX_DATAERR), 70 = EX_SOFTWARE.
+#include "sim/trace/trace.h"
+
+namespace kvsim::exit_code {
+inline constexpr int kPass = 0;
+inline constexpr int kViolation = 1;
+inline constexpr int kCrash = 2;
+inline constexpr int kLiveness = 3;
+inline constexpr int kNondeterminism = 4;
+inline constexpr int kUsage = 64;
+inline constexpr int kInputError = 65;
+inline constexpr int kInternalError = 70;  // a bug in kvsim itself, not in the modelled code
+
+constexpr int of(Verdict v) {
+    switch (v) {
+        case Verdict::pass: return kPass;
+        case Verdict::violation: return kViolation;
+        case Verdict::crash: return kCrash;
+        case Verdict::liveness: return kLiveness;
+        case Verdict::nondeterminism: return kNondeterminism;
+    }
+    return kInternalError;
+}
+}  // namespace kvsim::exit_code

@@ -1,0 +1,28 @@
+#pragma once
+// One run of a trace under one variant, with every checker after every step.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "sim/trace/trace.h"
+#include "sim/variant/variant.h"
+
+namespace kvsim {
+
+struct RunResult {
+    Verdict verdict = Verdict::pass;
+    std::string signature;  // "<verdict>:<invariant or assertion id>", empty on pass
+    std::string message;    // one line: what failed, where
+    int steps = 0;          // steps executed
+    std::string log;
+    std::uint64_t digest = 0;
+    bool internal_error = false;  // kvsim's own model precondition failed
+};
+
+struct RunOptions {
+    bool check_determinism = false;  // replay and compare digests
+};
+
+RunResult run_trace(const Trace& trace, const Variant& variant, const RunOptions& options = {});
+
+}  // namespace kvsim

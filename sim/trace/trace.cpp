@@ -1,0 +1,67 @@
+// Out-of-line parts of the trace data model (trace.h).
+#include "sim/trace/trace.h"
+
+#include "sim/common/stable_hash.h"
+
+namespace kvsim {
+
+const Segment* Trace::find_segment(std::string_view name) const {
+    for (const Segment& s : segments)
+        if (s.name == name) return &s;
+    return nullptr;
+}
+
+std::vector<std::int32_t> Trace::prompt_tokens(const ArriveEvent& arrive) const {
+    std::vector<std::int32_t> out;
+    for (const std::string& name : arrive.prompt) {
+        // A validated trace names only defined segments; an unknown one contributes nothing.
+        if (const Segment* s = find_segment(name)) out.insert(out.end(), s->tokens.begin(), s->tokens.end());
+    }
+    return out;
+}
+
+std::string_view to_string(KvRole role) {
+    switch (role) {
+        case KvRole::kv_consumer: return "kv_consumer";
+        case KvRole::kv_producer: return "kv_producer";
+        case KvRole::kv_both: return "kv_both";
+    }
+    return "?";
+}
+
+std::string_view to_string(Verdict verdict) {
+    switch (verdict) {
+        case Verdict::pass: return "pass";
+        case Verdict::violation: return "violation";
+        case Verdict::crash: return "crash";
+        case Verdict::liveness: return "liveness";
+        case Verdict::nondeterminism: return "nondeterminism";
+    }
+    return "?";
+}
+
+std::optional<KvRole> parse_role(std::string_view text) {
+    for (KvRole r : {KvRole::kv_consumer, KvRole::kv_producer, KvRole::kv_both})
+        if (to_string(r) == text) return r;
+    return std::nullopt;
+}
+
+std::optional<Verdict> parse_verdict(std::string_view text) {
+    for (Verdict v : {Verdict::pass, Verdict::violation, Verdict::crash, Verdict::liveness, Verdict::nondeterminism})
+        if (to_string(v) == text) return v;
+    return std::nullopt;
+}
+
+std::vector<std::int32_t> generated_segment_tokens(std::string_view name, int length) {
+    std::vector<std::int32_t> out;
+    if (length <= 0) return out;
+    out.reserve(static_cast<std::size_t>(length));
+    const std::uint64_t base = fnv1a(name);
+    for (int i = 0; i < length; ++i) {
+        const std::uint64_t h = mix64(hash_combine(base, static_cast<std::uint64_t>(i)));
+        out.push_back(static_cast<std::int32_t>(1 + h % 50000));
+    }
+    return out;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,422 @@
+// Trace text -> Trace. Lexing and line dispatch here; what each key means and accepts
+// lives in the tables of trace_schema.cpp, the cross-line rules in validate_trace below.
+#include "sim/trace/trace_parser.h"
+
+#include "sim/trace/trace_printer.h"
+#include "sim/trace/trace_schema.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <span>
+#include <system_error>
+#include <unordered_map>
+
+namespace kvsim {
+namespace {
+
+std::string field_of(std::string_view prefix, const KeySpec& spec) { return fmt::format("{}.{}", prefix, spec.name); }
+
+std::string join_names(const std::vector<std::string_view>& names, std::string_view sep) {
+    std::string out;
+    for (std::string_view n : names) {
+        if (!out.empty()) out += sep;
+        out += n;
+    }
+    return out;
+}
+
+std::string limit_message(std::size_t max, std::string_view what) {
+    return fmt::format("more than {} {} lines", max, what);
+}
+
+bool is_blank(char c) { return c == ' ' || c == '\t'; }
+
+class Parser {
+public:
+    Parser(std::string_view text, std::string_view file) : text_(text), file_(file) {}
+
+    Trace run() {
+        if (text_.size() > kMaxTraceBytes)
+            throw InputError(file_, 0, "file", fmt::format("{} bytes, more than the maximum {}", text_.size(),
+                                                           kMaxTraceBytes));
+        std::size_t pos = 0;
+        while (pos < text_.size()) {
+            std::size_t end = text_.find('\n', pos);
+            if (end == std::string_view::npos) end = text_.size();
+            ++line_;
+            handle_line(text_.substr(pos, end - pos));
+            pos = end + 1;
+        }
+        if (lines_.header == 0) {
+            line_ = line_ > 0 ? line_ : 1;
+            fail("header", fmt::format("expected '{} {}', found the end of the file", kTraceMagic,
+                                       kTraceFormatVersion));
+        }
+        if (lines_.engine == 0) {
+            line_ = lines_.header;
+            fail("engine", "missing engine line (required once)");
+        }
+        validate_trace(trace_, file_, &lines_);
+        return std::move(trace_);
+    }
+
+private:
+    [[noreturn]] void fail(std::string_view field, std::string_view message) const {
+        throw InputError(file_, line_, field, message);
+    }
+
+    void handle_line(std::string_view raw) {
+        if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
+        if (raw.size() > kMaxLineBytes)
+            fail("line", fmt::format("{} bytes, more than the maximum {}", raw.size(), kMaxLineBytes));
+        for (std::size_t i = 0; i < raw.size(); ++i) {
+            const auto c = static_cast<unsigned char>(raw[i]);
+            if ((c < 0x20 && c != '\t') || c == 0x7f)
+                fail("line", fmt::format("control character \\x{:02x} at column {}", c, i + 1));
+        }
+        std::vector<std::string_view> tokens;
+        std::size_t i = 0;
+        while (i < raw.size()) {
+            if (is_blank(raw[i])) {
+                ++i;
+                continue;
+            }
+            if (raw[i] == '#') break;  // at the start of the line or after whitespace: a comment
+            const std::size_t start = i;
+            while (i < raw.size() && !is_blank(raw[i])) ++i;
+            tokens.push_back(raw.substr(start, i - start));
+        }
+        if (!tokens.empty()) handle_tokens(tokens);
+    }
+
+    void handle_tokens(std::span<const std::string_view> tokens) {
+        const std::string_view keyword = tokens[0];
+        const auto args = tokens.subspan(1);
+        if (lines_.header == 0) return header(tokens);
+        if (keyword == kTraceMagic) fail("header", fmt::format("second header line (first on line {})", lines_.header));
+        if (keyword == engine_schema().keyword) {
+            if (lines_.engine != 0) fail("engine", fmt::format("duplicate engine line (first on line {})", lines_.engine));
+            lines_.engine = line_;
+            trace_.engine = parse_line(engine_schema(), args);
+        } else if (keyword == run_schema().keyword) {
+            if (lines_.run != 0) fail("run", fmt::format("duplicate run line (first on line {})", lines_.run));
+            lines_.run = line_;
+            trace_.run = parse_line(run_schema(), args);
+        } else if (keyword == connector_schema().keyword) {
+            add(trace_.connectors, lines_.connectors, kMaxConnectors, "connector", connector_schema(), args);
+        } else if (keyword == segment_schema().keyword) {
+            add(trace_.segments, lines_.segments, static_cast<std::size_t>(limits::kMaxSegments), "segment",
+                segment_schema(), args);
+        } else if (keyword == expect_schema().keyword) {
+            add(trace_.expectations, lines_.expectations, kMaxExpectations, "expect", expect_schema(), args);
+        } else if (keyword.front() == '@') {
+            event(tokens);
+        } else {
+            fail("keyword", fmt::format("unknown keyword {} (expected engine, run, connector, segment, expect or "
+                                        "@STEP)",
+                                        quote(keyword)));
+        }
+    }
+
+    void header(std::span<const std::string_view> tokens) {
+        if (tokens[0] != kTraceMagic)
+            fail("header", fmt::format("expected '{} {}' as the first line, got {}", kTraceMagic, kTraceFormatVersion,
+                                       quote(tokens[0])));
+        if (tokens.size() < 2) fail("header", fmt::format("missing version after '{}'", kTraceMagic));
+        static constexpr KeySpec kVersion{.name = "version", .type = ValueType::integer, .min = 0,
+                                          .max = ~std::uint64_t{0}};
+        std::string error;
+        const auto version = parse_value(kVersion, tokens[1], &error);
+        if (!version) fail("header", error);
+        if (std::get<std::uint64_t>(*version) != static_cast<std::uint64_t>(kTraceFormatVersion))
+            fail("header", fmt::format("unsupported version {} (this kvsim reads version {})",
+                                       std::get<std::uint64_t>(*version), kTraceFormatVersion));
+        if (tokens.size() > 2) fail("header", fmt::format("unexpected argument {}", quote(tokens[2])));
+        lines_.header = line_;
+    }
+
+    template <class T>
+    void add(std::vector<T>& into, std::vector<int>& lines, std::size_t max, std::string_view what,
+             const LineSchema<T>& schema, std::span<const std::string_view> args) {
+        if (into.size() >= max) fail(what, limit_message(max, what));
+        into.push_back(parse_line(schema, args));
+        lines.push_back(line_);
+    }
+
+    void event(std::span<const std::string_view> tokens) {
+        const KeySpec& step_spec = event_step_spec();
+        if (tokens[0].size() == 1) fail(field_of("event", step_spec), "missing step number after '@'");
+        std::string error;
+        const auto step = parse_value(step_spec, tokens[0].substr(1), &error);
+        if (!step) fail(field_of("event", step_spec), error);
+        if (tokens.size() < 2)
+            fail("event", fmt::format("missing event kind after {} (kinds: {})", quote(tokens[0]),
+                                      join_names(event_kinds(), ", ")));
+        if (trace_.events.size() >= static_cast<std::size_t>(limits::kMaxEvents))
+            fail("event", fmt::format("more than {} events", limits::kMaxEvents));
+        Event e;
+        e.step = static_cast<int>(std::get<std::uint64_t>(*step));
+        e.line = line_;
+        const std::string_view kind = tokens[1];
+        const auto args = tokens.subspan(2);
+        if (kind == arrive_schema().keyword) e.body = parse_line(arrive_schema(), args);
+        else if (kind == abort_schema().keyword) e.body = parse_line(abort_schema(), args);
+        else
+            fail("event", fmt::format("unknown event kind {} (kinds: {})", quote(kind),
+                                      join_names(event_kinds(), ", ")));
+        trace_.events.push_back(std::move(e));
+    }
+
+    template <class T>
+    void assign(const LineSchema<T>& schema, const Row<T>& row, std::string_view text, T& out) {
+        std::string error;
+        auto value = parse_value(row.spec, text, &error);
+        if (!value) fail(field_of(schema.field_prefix, row.spec), error);
+        row.set(out, std::move(*value));
+    }
+
+    // Positional arguments in table order, then key=value arguments in any order.
+    template <class T>
+    T parse_line(const LineSchema<T>& schema, std::span<const std::string_view> args) {
+        T out{};
+        std::vector<char> given(schema.rows.size(), 0);
+        std::size_t a = 0;
+        for (std::size_t r = 0; r < schema.rows.size(); ++r) {
+            const Row<T>& row = schema.rows[r];
+            if (!row.spec.positional) continue;
+            if (a >= args.size() || args[a].find('=') != std::string_view::npos)
+                fail(field_of(schema.field_prefix, row.spec), "missing required argument");
+            assign(schema, row, args[a++], out);
+            given[r] = 1;
+        }
+        for (; a < args.size(); ++a) {
+            const std::size_t eq = args[a].find('=');
+            if (eq == std::string_view::npos)
+                fail(schema.field_prefix, fmt::format("unexpected argument {}", quote(args[a])));
+            const std::string_view key = args[a].substr(0, eq);
+            std::size_t r = 0;
+            while (r < schema.rows.size() && (schema.rows[r].spec.positional || schema.rows[r].spec.name != key)) ++r;
+            if (r == schema.rows.size()) fail(schema.field_prefix, unknown_key(schema, key));
+            if (given[r]) fail(field_of(schema.field_prefix, schema.rows[r].spec), "duplicate key");
+            given[r] = 1;
+            assign(schema, schema.rows[r], args[a].substr(eq + 1), out);
+        }
+        check_presence(schema, given);
+        return out;
+    }
+
+    template <class T>
+    static std::string unknown_key(const LineSchema<T>& schema, std::string_view key) {
+        std::vector<std::string_view> keys;
+        for (const Row<T>& row : schema.rows)
+            if (!row.spec.positional) keys.push_back(row.spec.name);
+        return fmt::format("unknown key {} (keys: {})", quote(key), join_names(keys, ", "));
+    }
+
+    template <class T>
+    void check_presence(const LineSchema<T>& schema, const std::vector<char>& given) const {
+        for (std::size_t r = 0; r < schema.rows.size(); ++r) {
+            const KeySpec& spec = schema.rows[r].spec;
+            if (spec.required && !given[r]) fail(field_of(schema.field_prefix, spec), "missing required key");
+            if (spec.one_of.empty()) continue;
+            std::vector<std::string_view> group;
+            std::vector<std::size_t> group_given;
+            for (std::size_t o = 0; o < schema.rows.size(); ++o) {
+                if (schema.rows[o].spec.one_of != spec.one_of) continue;
+                group.push_back(schema.rows[o].spec.name);
+                if (given[o]) group_given.push_back(o);
+            }
+            if (group.front() != spec.name) continue;  // each group is checked once, at its first key
+            if (group_given.empty())
+                fail(field_of(schema.field_prefix, spec), fmt::format("one of {} is required", join_names(group, ", ")));
+            if (group_given.size() > 1)
+                fail(field_of(schema.field_prefix, schema.rows[group_given[1]].spec),
+                     fmt::format("only one of {} may be given", join_names(group, ", ")));
+        }
+    }
+
+    std::string_view text_;
+    std::string_view file_;
+    int line_ = 0;
+    Trace trace_;
+    TraceLines lines_;
+};
+
+// ---- validation ---------------------------------------------------------------------------
+
+class Validator {
+public:
+    Validator(const Trace& t, std::string_view file, const TraceLines* lines) : t_(t), file_(file), lines_(lines) {}
+
+    void run() {
+        if (t_.version != kTraceFormatVersion)
+            fail(lines_ ? lines_->header : 0, "header",
+                 fmt::format("unsupported version {} (this kvsim reads version {})", t_.version, kTraceFormatVersion));
+        counts();
+        rows(engine_schema(), t_.engine, lines_ ? lines_->engine : 0);
+        rows(run_schema(), t_.run, lines_ ? lines_->run : 0);
+        for (std::size_t i = 0; i < t_.connectors.size(); ++i)
+            rows(connector_schema(), t_.connectors[i], line_at(&TraceLines::connectors, i));
+        engine_rules();
+        segments();
+        expectations();
+        events();
+    }
+
+private:
+    [[noreturn]] void fail(int line, std::string_view field, std::string_view message) const {
+        throw InputError(file_, line, field, message);
+    }
+
+    int line_at(std::vector<int> TraceLines::*member, std::size_t i) const {
+        if (!lines_) return 0;
+        const auto& v = lines_->*member;
+        return i < v.size() ? v[i] : 0;
+    }
+
+    void counts() const {
+        if (t_.connectors.size() > kMaxConnectors)
+            fail(line_at(&TraceLines::connectors, kMaxConnectors), "connector", limit_message(kMaxConnectors, "connector"));
+        const auto max_segments = static_cast<std::size_t>(limits::kMaxSegments);
+        if (t_.segments.size() > max_segments)
+            fail(line_at(&TraceLines::segments, max_segments), "segment", limit_message(max_segments, "segment"));
+        if (t_.expectations.size() > kMaxExpectations)
+            fail(line_at(&TraceLines::expectations, kMaxExpectations), "expect",
+                 limit_message(kMaxExpectations, "expect"));
+        const auto max_events = static_cast<std::size_t>(limits::kMaxEvents);
+        if (t_.events.size() > max_events)
+            fail(t_.events[max_events].line, "event", fmt::format("more than {} events", limits::kMaxEvents));
+    }
+
+    template <class T>
+    void rows(const LineSchema<T>& schema, const T& object, int line) const {
+        for (const Row<T>& row : schema.rows) {
+            if (row.present && !row.present(object)) continue;
+            if (auto bad = check_value(row.spec, row.get(object))) fail(line, field_of(schema.field_prefix, row.spec), *bad);
+        }
+    }
+
+    // A line the printer would write must parse again.
+    void printable(int line, std::string_view field, const std::string& text) const {
+        if (text.size() > kMaxLineBytes)
+            fail(line, field, fmt::format("printed line is {} bytes, more than the maximum {}", text.size(),
+                                          kMaxLineBytes));
+    }
+
+    void engine_rules() const {
+        const EngineConfig& e = t_.engine;
+        // vllm/config/scheduler.py SchedulerConfig._verify_args
+        if (!e.chunked_prefill && e.max_batched_tokens < e.max_model_len)
+            fail(lines_ ? lines_->engine : 0, "engine.max_batched_tokens",
+                 fmt::format("chunked_prefill=off needs max_batched_tokens >= max_model_len ({} < {})",
+                             e.max_batched_tokens, e.max_model_len));
+    }
+
+    void segments() {
+        for (std::size_t i = 0; i < t_.segments.size(); ++i) {
+            const Segment& s = t_.segments[i];
+            const int line = line_at(&TraceLines::segments, i);
+            rows(segment_schema(), s, line);
+            if (s.generated && s.tokens != generated_segment_tokens(s.name, static_cast<int>(s.tokens.size())))
+                fail(line, "segment.len", fmt::format("tokens of generated segment '{}' are not the ones its name "
+                                                      "derives (explicit tokens need generated=false)",
+                                                      s.name));
+            const auto [it, fresh] = segment_index_.emplace(s.name, i);
+            if (!fresh)
+                fail(line, "segment.name", fmt::format("duplicate segment '{}' (first on line {})", s.name,
+                                                       line_at(&TraceLines::segments, it->second)));
+            printable(line, "segment", format_line(s));
+        }
+    }
+
+    void expectations() const {
+        std::unordered_map<std::string_view, std::size_t> seen;
+        for (std::size_t i = 0; i < t_.expectations.size(); ++i) {
+            const Expectation& x = t_.expectations[i];
+            const int line = line_at(&TraceLines::expectations, i);
+            rows(expect_schema(), x, line);
+            const auto [it, fresh] = seen.emplace(x.variant, i);
+            if (!fresh)
+                fail(line, "expect.variant", fmt::format("duplicate expect for variant '{}' (first on line {})",
+                                                         x.variant, line_at(&TraceLines::expectations, it->second)));
+            printable(line, "expect", format_line(x));
+        }
+    }
+
+    void events() {
+        std::unordered_map<std::string_view, int> arrived;  // request id -> line
+        const Event* previous = nullptr;
+        for (const Event& e : t_.events) {
+            const KeySpec& step_spec = event_step_spec();
+            if (auto bad = check_value(step_spec, Value{std::int64_t{e.step}})) fail(e.line, "event.step", *bad);
+            if (previous && e.step < previous->step)
+                fail(e.line, "event.step", fmt::format("step {} is before step {} of the previous event (line {})",
+                                                       e.step, previous->step, previous->line));
+            if (e.step >= t_.run.max_steps)
+                fail(e.line, "event.step", fmt::format("step {} is not below run.max_steps {}", e.step, t_.run.max_steps));
+            if (const auto* arrive = std::get_if<ArriveEvent>(&e.body)) {
+                rows(arrive_schema(), *arrive, e.line);
+                const auto [it, fresh] = arrived.emplace(arrive->request_id, e.line);
+                if (!fresh)
+                    fail(e.line, "event.id", fmt::format("duplicate request id '{}' (first arrives on line {})",
+                                                         arrive->request_id, it->second));
+                prompt(*arrive, e.line);
+            } else if (const auto* abort = std::get_if<AbortEvent>(&e.body)) {
+                rows(abort_schema(), *abort, e.line);
+                if (!arrived.contains(abort->request_id))
+                    fail(e.line, "event.id", fmt::format("abort of request '{}', which does not arrive on an "
+                                                         "earlier line",
+                                                         abort->request_id));
+            }
+            printable(e.line, "event", format_line(e));
+            previous = &e;
+        }
+    }
+
+    void prompt(const ArriveEvent& a, int line) const {
+        std::int64_t length = 0;
+        for (const std::string& name : a.prompt) {
+            const auto it = segment_index_.find(name);
+            if (it == segment_index_.end()) fail(line, "event.prompt", fmt::format("unknown segment '{}'", name));
+            length += static_cast<std::int64_t>(t_.segments[it->second].tokens.size());
+        }
+        if (length < 1 || length > t_.engine.max_model_len - 1)
+            fail(line, "event.prompt", fmt::format("prompt of {} tokens, outside 1..max_model_len-1 = 1..{}", length,
+                                                   t_.engine.max_model_len - 1));
+    }
+
+    const Trace& t_;
+    std::string_view file_;
+    const TraceLines* lines_;
+    std::unordered_map<std::string_view, std::size_t> segment_index_;  // lookups only, never iterated
+};
+
+}  // namespace
+
+void validate_trace(const Trace& trace, std::string_view filename, const TraceLines* lines) {
+    Validator(trace, filename, lines).run();
+}
+
+Trace parse_trace(std::string_view text, std::string_view filename) { return Parser(text, filename).run(); }
+
+Trace parse_trace_file(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw InputError(path, 0, "file", "is a directory, not a trace");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(path, 0, "file", fmt::format("cannot open: {}", std::generic_category().message(errno)));
+    std::string text;
+    char buffer[1 << 16];
+    while (text.size() <= kMaxTraceBytes) {
+        in.read(buffer, sizeof buffer);
+        const std::streamsize got = in.gcount();
+        if (got <= 0) break;
+        text.append(buffer, static_cast<std::size_t>(got));
+    }
+    if (in.bad()) throw InputError(path, 0, "file", "read error");
+    return parse_trace(text, path);
+}
+
+}  // namespace kvsim

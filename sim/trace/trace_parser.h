@@ -1,0 +1,36 @@
+#pragma once
+// Text -> Trace (format v1, see README.md in this directory). Every malformed input is an
+// InputError naming file, line and field; no input crashes the parser or reaches UB, so
+// it is safe to run under a fuzzer.
+#include "sim/trace/input_error.h"
+#include "sim/trace/trace.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvsim {
+
+// Throws InputError.
+Trace parse_trace(std::string_view text, std::string_view filename);
+// Throws InputError; an unreadable file is reported with line 0.
+Trace parse_trace_file(const std::string& path);
+
+// Source lines of the non-event lines (events carry their own Event::line), so that
+// validation errors on a parsed trace name the line. 0 = unknown (a trace built in memory).
+struct TraceLines {
+    int header = 0;
+    int engine = 0;
+    int run = 0;
+    std::vector<int> connectors;
+    std::vector<int> segments;
+    std::vector<int> expectations;
+};
+
+// Every rule a parsed trace obeys: value ranges, limits, unique names and ids, defined
+// segments, prompt lengths, event order, printable line lengths. parse_trace runs it on
+// its result; call it on a Trace built in memory (generators, mutators) before printing
+// it. A trace it accepts round-trips: parse_trace(print_trace(t)) == t. Throws InputError.
+void validate_trace(const Trace& trace, std::string_view filename = "<trace>", const TraceLines* lines = nullptr);
+
+}  // namespace kvsim

@@ -1,0 +1,51 @@
+// Trace -> canonical text, driven by the key tables of trace_schema.cpp.
+#include "sim/trace/trace_printer.h"
+
+#include "sim/trace/trace_schema.h"
+
+#include <fmt/format.h>
+
+namespace kvsim {
+namespace {
+
+template <class T>
+std::string schema_line(const LineSchema<T>& schema, const T& object) {
+    std::string out(schema.keyword);
+    for (const Row<T>& row : schema.rows)
+        if (row.spec.positional) out += fmt::format(" {}", format_value(row.spec, row.get(object)));
+    for (const Row<T>& row : schema.rows) {
+        if (row.spec.positional || (row.present && !row.present(object))) continue;
+        out += fmt::format(" {}={}", row.spec.name, format_value(row.spec, row.get(object)));
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string format_header(const Trace& trace) { return fmt::format("{} {}", kTraceMagic, trace.version); }
+std::string format_line(const EngineConfig& engine) { return schema_line(engine_schema(), engine); }
+std::string format_line(const RunConfig& run) { return schema_line(run_schema(), run); }
+std::string format_line(const ConnectorSpec& connector) { return schema_line(connector_schema(), connector); }
+std::string format_line(const Segment& segment) { return schema_line(segment_schema(), segment); }
+std::string format_line(const Expectation& expectation) { return schema_line(expect_schema(), expectation); }
+
+std::string format_line(const Event& event) {
+    struct Body {
+        std::string operator()(const ArriveEvent& e) const { return schema_line(arrive_schema(), e); }
+        std::string operator()(const AbortEvent& e) const { return schema_line(abort_schema(), e); }
+    };
+    return fmt::format("@{} {}", event.step, std::visit(Body{}, event.body));
+}
+
+std::string print_trace(const Trace& trace) {
+    std::string out = format_header(trace) + '\n';
+    out += format_line(trace.engine) + '\n';
+    out += format_line(trace.run) + '\n';
+    for (const auto& c : trace.connectors) out += format_line(c) + '\n';
+    for (const auto& s : trace.segments) out += format_line(s) + '\n';
+    for (const auto& e : trace.expectations) out += format_line(e) + '\n';
+    for (const auto& e : trace.events) out += format_line(e) + '\n';
+    return out;
+}
+
+}  // namespace kvsim

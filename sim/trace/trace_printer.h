@@ -1,0 +1,23 @@
+#pragma once
+// Canonical text of a trace (format v1, see README.md in this directory): header, engine,
+// run, connectors, segments, expects, events; one line each, keys in table order, single
+// spaces, no comments, ending with a newline. parse_trace(print_trace(t)) == t for every
+// trace validate_trace() accepts, and printing is a fixed point after one parse.
+#include "sim/trace/trace.h"
+
+#include <string>
+
+namespace kvsim {
+
+std::string print_trace(const Trace& trace);
+
+// One line each, without the newline.
+std::string format_header(const Trace& trace);
+std::string format_line(const EngineConfig& engine);
+std::string format_line(const RunConfig& run);
+std::string format_line(const ConnectorSpec& connector);
+std::string format_line(const Segment& segment);
+std::string format_line(const Expectation& expectation);
+std::string format_line(const Event& event);
+
+}  // namespace kvsim

@@ -1,0 +1,480 @@
+// The key tables of trace format v1 and the value codec every table row goes through.
+#include "sim/trace/trace_schema.h"
+
+#include "sim/variant/variant.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <utility>
+
+namespace kvsim {
+namespace {
+
+// ---- binding a row to a struct member -------------------------------------------------
+
+template <class M>
+struct MemberTraits;
+template <class T, class F>
+struct MemberTraits<F T::*> {
+    using Owner = T;
+};
+template <auto M>
+using OwnerOf = typename MemberTraits<decltype(M)>::Owner;
+
+std::uint64_t as_u64(const Value& v) {
+    if (const auto* u = std::get_if<std::uint64_t>(&v)) return *u;
+    if (const auto* i = std::get_if<std::int64_t>(&v)) return static_cast<std::uint64_t>(*i);
+    return 0;
+}
+
+Value to_value(int v) { return std::int64_t{v}; }
+Value to_value(std::uint64_t v) { return v; }
+Value to_value(bool v) { return v; }
+Value to_value(const std::string& v) { return v; }
+Value to_value(const std::vector<std::string>& v) { return v; }
+Value to_value(KvRole v) { return std::string(to_string(v)); }
+Value to_value(Verdict v) { return std::string(to_string(v)); }
+
+void from_value(Value&& v, int& out) { out = static_cast<int>(as_u64(v)); }
+void from_value(Value&& v, std::uint64_t& out) { out = as_u64(v); }
+void from_value(Value&& v, bool& out) { out = std::get<bool>(v); }
+void from_value(Value&& v, std::string& out) { out = std::move(std::get<std::string>(v)); }
+void from_value(Value&& v, std::vector<std::string>& out) { out = std::move(std::get<std::vector<std::string>>(v)); }
+void from_value(Value&& v, KvRole& out) { out = parse_role(std::get<std::string>(v)).value_or(KvRole::kv_consumer); }
+void from_value(Value&& v, Verdict& out) { out = parse_verdict(std::get<std::string>(v)).value_or(Verdict::pass); }
+
+template <auto M>
+Value get_member(const OwnerOf<M>& t) {
+    return to_value(t.*M);
+}
+template <auto M>
+void set_member(OwnerOf<M>& t, Value&& v) {
+    from_value(std::move(v), t.*M);
+}
+template <auto M>
+constexpr Row<OwnerOf<M>> bind(KeySpec spec, bool (*present)(const OwnerOf<M>&) = nullptr) {
+    return {spec, &get_member<M>, &set_member<M>, present};
+}
+
+// ---- the tables -------------------------------------------------------------------------
+
+using VT = ValueType;
+constexpr std::uint64_t kInt32Max = static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max());
+constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
+
+constexpr std::string_view kRoleChoices[] = {"kv_consumer", "kv_producer", "kv_both"};
+constexpr std::string_view kVerdictChoices[] = {"pass", "violation", "crash", "liveness", "nondeterminism"};
+constexpr std::string_view kConnectorKinds[] = {"stand_in"};
+
+// vllm/config: cache_config.block_size, num_gpu_blocks, scheduler_config.*
+constexpr Row<EngineConfig> kEngineRows[] = {
+    bind<&EngineConfig::block_size>({.name = "block_size", .type = VT::integer, .min = 1,
+        .max = limits::kMaxBlockSize, .required = true, .help = "tokens per KV block"}),
+    bind<&EngineConfig::num_blocks>({.name = "num_blocks", .type = VT::integer, .min = 2,
+        .max = limits::kMaxBlocks, .required = true, .help = "KV blocks in the pool, including the null block 0"}),
+    bind<&EngineConfig::max_batched_tokens>({.name = "max_batched_tokens", .type = VT::integer, .min = 1,
+        .max = limits::kMaxModelLen, .help = "token budget of one step (max_num_batched_tokens)"}),
+    bind<&EngineConfig::max_running>({.name = "max_running", .type = VT::integer, .min = 1,
+        .max = limits::kMaxEvents, .help = "running requests at most (max_num_seqs)"}),
+    bind<&EngineConfig::max_model_len>({.name = "max_model_len", .type = VT::integer, .min = 2,
+        .max = limits::kMaxModelLen, .help = "prompt plus output tokens of one request at most"}),
+    bind<&EngineConfig::chunked_prefill>({.name = "chunked_prefill", .type = VT::boolean,
+        .help = "split long prefills over steps; off requires max_batched_tokens >= max_model_len"}),
+    bind<&EngineConfig::prefix_caching>({.name = "prefix_caching", .type = VT::boolean,
+        .help = "reuse cached full blocks with equal token prefixes"}),
+    bind<&EngineConfig::long_prefill_threshold>({.name = "long_prefill_threshold", .type = VT::integer,
+        .min = 0, .max = limits::kMaxModelLen, .help = "cap on one request's prefill tokens per step; 0 = off"}),
+};
+
+constexpr Row<RunConfig> kRunRows[] = {
+    bind<&RunConfig::seed>({.name = "seed", .type = VT::integer, .min = 0, .max = kU64Max,
+        .help = "seed of the run's one PRNG"}),
+    bind<&RunConfig::max_steps>({.name = "max_steps", .type = VT::integer, .min = 1, .max = limits::kMaxSteps,
+        .help = "step limit; every event step must be below it"}),
+    bind<&RunConfig::variant>({.name = "variant", .type = VT::variant, .max = kMaxVariantNameLen,
+        .help = "upstream variant to model, e.g. v0.29.0 or v0.29.0+pr55066 (see `kvsim variants`)"},
+        +[](const RunConfig& r) { return !r.variant.empty(); }),
+};
+
+constexpr Row<ConnectorSpec> kConnectorRows[] = {
+    bind<&ConnectorSpec::kind>({.name = "kind", .type = VT::choice, .required = true, .positional = true,
+        .help = "connector implementation", .choices = kConnectorKinds}),
+    bind<&ConnectorSpec::role>({.name = "role", .type = VT::choice, .required = true,
+        .help = "kv_role of this connector", .choices = kRoleChoices}),
+    bind<&ConnectorSpec::load_delay>({.name = "load_delay", .type = VT::integer, .min = 0,
+        .max = limits::kMaxDelay, .help = "stand_in: steps from load start to finished_recving"}),
+};
+
+constexpr Row<Segment> kSegmentRows[] = {
+    bind<&Segment::name>({.name = "name", .type = VT::identifier, .max = limits::kMaxIdLen, .required = true,
+        .positional = true, .help = "segment name, unique in the trace"}),
+    {{.name = "len", .type = VT::integer, .min = 1, .max = limits::kMaxSegmentLen, .one_of = "content",
+      .help = "generated tokens, derived from the segment name only"},
+     +[](const Segment& s) -> Value { return static_cast<std::uint64_t>(s.tokens.size()); },
+     +[](Segment& s, Value&& v) {
+         s.tokens = generated_segment_tokens(s.name, static_cast<int>(as_u64(v)));
+         s.generated = true;
+     },
+     +[](const Segment& s) { return s.generated; }},
+    {{.name = "tokens", .type = VT::token_list, .min = 0, .max = kInt32Max,
+      .max_items = static_cast<std::size_t>(limits::kMaxSegmentLen), .one_of = "content",
+      .help = "explicit token ids"},
+     +[](const Segment& s) -> Value { return s.tokens; },
+     +[](Segment& s, Value&& v) {
+         s.tokens = std::move(std::get<std::vector<std::int32_t>>(v));
+         s.generated = false;
+     },
+     +[](const Segment& s) { return !s.generated; }},
+};
+
+constexpr Row<Expectation> kExpectRows[] = {
+    bind<&Expectation::variant>({.name = "variant", .type = VT::variant, .max = kMaxVariantNameLen,
+        .required = true, .positional = true, .help = "variant the expectation is about; once per variant"}),
+    bind<&Expectation::verdict>({.name = "verdict", .type = VT::choice, .required = true, .positional = true,
+        .help = "verdict the run must end with", .choices = kVerdictChoices}),
+    bind<&Expectation::signature>({.name = "signature", .type = VT::text, .max = kMaxSignatureLen,
+        .help = "finding signature the run must report; absent = any"},
+        +[](const Expectation& e) { return !e.signature.empty(); }),
+};
+
+constexpr Row<ArriveEvent> kArriveRows[] = {
+    bind<&ArriveEvent::request_id>({.name = "id", .type = VT::identifier, .max = limits::kMaxIdLen,
+        .required = true, .positional = true, .help = "request id, unique in the trace"}),
+    bind<&ArriveEvent::prompt>({.name = "prompt", .type = VT::name_list, .max = limits::kMaxIdLen,
+        .max_items = 256, .required = true, .help = "segments concatenated into the prompt"}),
+    bind<&ArriveEvent::max_tokens>({.name = "max_tokens", .type = VT::integer, .min = 1,
+        .max = limits::kMaxModelLen, .required = true, .help = "output tokens before the request stops"}),
+    bind<&ArriveEvent::remote_prefill>({.name = "remote_prefill", .type = VT::boolean,
+        .help = "kv_transfer_params do_remote_prefill: load the prompt's KV through the connector"},
+        +[](const ArriveEvent& e) { return e.remote_prefill; }),  // printed only when on
+};
+
+constexpr Row<AbortEvent> kAbortRows[] = {
+    bind<&AbortEvent::request_id>({.name = "id", .type = VT::identifier, .max = limits::kMaxIdLen,
+        .required = true, .positional = true, .help = "request to abort; must arrive on an earlier line"}),
+};
+
+// "@STEP": the step an event applies before schedule() of; also below run.max_steps.
+constexpr KeySpec kStep{.name = "step", .type = VT::integer, .min = 0,
+                        .max = static_cast<std::uint64_t>(limits::kMaxSteps - 1),
+                        .help = "engine step the event is applied at, before schedule()"};
+
+constexpr LineSchema<EngineConfig> kEngine{"engine", "engine", "engine configuration; exactly once", kEngineRows};
+constexpr LineSchema<RunConfig> kRun{"run", "run", "run parameters; at most once", kRunRows};
+constexpr LineSchema<ConnectorSpec> kConnector{
+    "connector", "connector", "one connector; several lines form a MultiConnector, children in file order",
+    kConnectorRows};
+constexpr LineSchema<Segment> kSegment{"segment", "segment", "a named run of prompt tokens", kSegmentRows};
+constexpr LineSchema<Expectation> kExpect{"expect", "expect", "the verdict a variant must give", kExpectRows};
+constexpr LineSchema<ArriveEvent> kArrive{"arrive", "event", "a request arrives before schedule() of STEP",
+                                          kArriveRows};
+constexpr LineSchema<AbortEvent> kAbort{"abort", "event", "a request is aborted before schedule() of STEP",
+                                        kAbortRows};
+
+// ---- value checks -------------------------------------------------------------------------
+
+bool is_name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+           c == '-';
+}
+
+bool all_of(std::string_view s, bool (*pred)(char)) {
+    for (char c : s)
+        if (!pred(c)) return false;
+    return true;
+}
+
+std::string join(std::span<const std::string_view> items, std::string_view sep) {
+    std::string out;
+    for (std::string_view s : items) {
+        if (!out.empty()) out += sep;
+        out += s;
+    }
+    return out;
+}
+
+std::optional<std::string> check_integer(const KeySpec& spec, const Value& v) {
+    if (const auto* i = std::get_if<std::int64_t>(&v); i && *i < 0)
+        return fmt::format("value {} below minimum {}", *i, spec.min);
+    const std::uint64_t u = as_u64(v);
+    if (u < spec.min) return fmt::format("value {} below minimum {}", u, spec.min);
+    if (u > spec.max) return fmt::format("value {} above maximum {}", u, spec.max);
+    return std::nullopt;
+}
+
+std::optional<std::string> check_identifier(const KeySpec& spec, std::string_view s) {
+    if (s.empty() || s.size() > spec.max || !all_of(s, is_name_char))
+        return fmt::format("expected a name of 1 to {} characters from [A-Za-z0-9_.-], got {}", spec.max, quote(s));
+    return std::nullopt;
+}
+
+std::optional<std::string> check_variant(const KeySpec& spec, std::string_view s) {
+    if (s.empty() || s.size() > spec.max || !all_of(s, [](char c) { return is_name_char(c) || c == '+'; }))
+        return fmt::format("expected a variant name such as v0.30.0 or v0.29.0+pr55066, got {}", quote(s));
+    std::string error;
+    if (!resolve_variant(s, &error)) return error;
+    return std::nullopt;
+}
+
+std::optional<std::string> check_text(const KeySpec& spec, std::string_view s) {
+    if (s.empty() || s.size() > spec.max || !all_of(s, [](char c) { return c > ' ' && c < 0x7f; }))
+        return fmt::format("expected 1 to {} printable characters without spaces, got {}", spec.max, quote(s));
+    return std::nullopt;
+}
+
+template <class List>
+std::optional<std::string> check_count(const KeySpec& spec, const List& items) {
+    if (items.empty()) return std::string("empty list");
+    if (items.size() > spec.max_items)
+        return fmt::format("{} elements, more than the maximum {}", items.size(), spec.max_items);
+    return std::nullopt;
+}
+
+// Digits only, no sign, no leading zeros; overflow is reported as out of range.
+std::optional<Value> parse_integer(const KeySpec& spec, std::string_view text, std::string* error) {
+    if (text.empty() || !all_of(text, [](char c) { return c >= '0' && c <= '9'; })) {
+        *error = fmt::format("expected a decimal integer, got {}", quote(text));
+        return std::nullopt;
+    }
+    if (text.size() > 1 && text[0] == '0') {
+        *error = fmt::format("expected a decimal integer without leading zeros, got {}", quote(text));
+        return std::nullopt;
+    }
+    std::uint64_t value = 0;
+    for (char c : text) {
+        const auto digit = static_cast<std::uint64_t>(c - '0');
+        if (value > (kU64Max - digit) / 10) {
+            const std::string shown = text.size() > 40 ? std::string(text.substr(0, 40)) + "..." : std::string(text);
+            *error = fmt::format("value {} above maximum {}", shown, spec.max);
+            return std::nullopt;
+        }
+        value = value * 10 + digit;
+    }
+    return Value{value};
+}
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+    std::vector<std::string_view> parts;
+    std::size_t start = 0;
+    while (true) {
+        const std::size_t pos = text.find(sep, start);
+        parts.push_back(text.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
+        if (pos == std::string_view::npos) return parts;
+        start = pos + 1;
+    }
+}
+
+std::optional<Value> parse_syntax(const KeySpec& spec, std::string_view text, std::string* error) {
+    switch (spec.type) {
+        case VT::integer: return parse_integer(spec, text, error);
+        case VT::boolean:
+            if (text == "on") return Value{true};
+            if (text == "off") return Value{false};
+            *error = fmt::format("expected on or off, got {}", quote(text));
+            return std::nullopt;
+        case VT::choice:
+        case VT::identifier:
+        case VT::variant:
+        case VT::text: return Value{std::string(text)};
+        case VT::token_list: {
+            const auto parts = split(text, ',');
+            if (parts.size() > spec.max_items) {
+                *error = fmt::format("{} elements, more than the maximum {}", parts.size(), spec.max_items);
+                return std::nullopt;
+            }
+            std::vector<std::int32_t> tokens;
+            for (std::size_t i = 0; i < parts.size(); ++i) {
+                std::string element_error;
+                const auto v = parse_integer(spec, parts[i], &element_error);
+                if (!v) {
+                    *error = fmt::format("element {}: {}", i + 1, element_error);
+                    return std::nullopt;
+                }
+                if (auto bad = check_integer(spec, *v)) {
+                    *error = fmt::format("element {}: {}", i + 1, *bad);
+                    return std::nullopt;
+                }
+                tokens.push_back(static_cast<std::int32_t>(as_u64(*v)));
+            }
+            return Value{std::move(tokens)};
+        }
+        case VT::name_list: {
+            std::vector<std::string> names;
+            for (std::string_view part : split(text, '+')) names.emplace_back(part);
+            return Value{std::move(names)};
+        }
+    }
+    *error = "unknown value type";
+    return std::nullopt;
+}
+
+std::string_view type_text(const KeySpec& spec, std::string& scratch) {
+    switch (spec.type) {
+        case VT::integer: return "N";
+        case VT::boolean: return "on|off";
+        case VT::choice: return scratch = join(spec.choices, "|");
+        case VT::identifier: return "NAME";
+        case VT::variant: return "VARIANT";
+        case VT::text: return "TEXT";
+        case VT::token_list: return "T,T,...";
+        case VT::name_list: return "SEG+SEG...";
+    }
+    return "?";
+}
+
+std::string upper(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+    return out;
+}
+
+template <class T>
+void describe(const LineSchema<T>& schema, bool event, std::string& out) {
+    std::string head = event ? fmt::format("@STEP {}", schema.keyword) : std::string(schema.keyword);
+    bool has_keys = false;
+    for (const Row<T>& row : schema.rows) {
+        has_keys = has_keys || !row.spec.positional;
+        if (row.spec.positional) head += " " + upper(row.spec.name);
+    }
+    out += fmt::format("{}{}\n    {}\n", head, has_keys ? " KEY=VALUE..." : "", schema.help);
+    const T defaults{};
+    for (const Row<T>& row : schema.rows) {
+        const KeySpec& k = row.spec;
+        std::string scratch;
+        std::string left = k.positional ? fmt::format("{} ({})", k.name, type_text(k, scratch))
+                                         : fmt::format("{}={}", k.name, type_text(k, scratch));
+        std::string rule;
+        if (k.positional) rule = "positional";
+        else if (k.required) rule = "required";
+        else if (!k.one_of.empty()) {
+            std::vector<std::string_view> group;
+            for (const Row<T>& other : schema.rows)
+                if (other.spec.one_of == k.one_of) group.push_back(other.spec.name);
+            rule = fmt::format("exactly one of {}", join(group, ", "));
+        } else {
+            const Value d = row.get(defaults);
+            const auto* text = std::get_if<std::string>(&d);
+            rule = text && text->empty() ? std::string("optional") : fmt::format("default {}", format_value(k, d));
+        }
+        if (k.type == VT::integer) rule += fmt::format("; {}..{}", k.min, k.max);
+        if (k.type == VT::token_list) rule += fmt::format("; 1..{} ids in {}..{}", k.max_items, k.min, k.max);
+        out += fmt::format("    {:<28} {}. {}\n", left, rule, k.help);
+    }
+}
+
+}  // namespace
+
+const LineSchema<EngineConfig>& engine_schema() { return kEngine; }
+const LineSchema<RunConfig>& run_schema() { return kRun; }
+const LineSchema<ConnectorSpec>& connector_schema() { return kConnector; }
+const LineSchema<Segment>& segment_schema() { return kSegment; }
+const LineSchema<Expectation>& expect_schema() { return kExpect; }
+const LineSchema<ArriveEvent>& arrive_schema() { return kArrive; }
+const LineSchema<AbortEvent>& abort_schema() { return kAbort; }
+
+const KeySpec& event_step_spec() { return kStep; }
+
+std::vector<std::string_view> event_kinds() { return {kArrive.keyword, kAbort.keyword}; }
+
+std::optional<Value> parse_value(const KeySpec& spec, std::string_view text, std::string* error) {
+    if (text.empty()) {
+        *error = "empty value";
+        return std::nullopt;
+    }
+    auto value = parse_syntax(spec, text, error);
+    if (!value) return std::nullopt;
+    if (auto bad = check_value(spec, *value)) {
+        *error = std::move(*bad);
+        return std::nullopt;
+    }
+    return value;
+}
+
+std::optional<std::string> check_value(const KeySpec& spec, const Value& value) {
+    switch (spec.type) {
+        case VT::integer: return check_integer(spec, value);
+        case VT::boolean: return std::nullopt;
+        case VT::choice: {
+            const auto& s = std::get<std::string>(value);
+            for (std::string_view c : spec.choices)
+                if (c == s) return std::nullopt;
+            return fmt::format("expected one of {}, got {}", join(spec.choices, ", "), quote(s));
+        }
+        case VT::identifier: return check_identifier(spec, std::get<std::string>(value));
+        case VT::variant: return check_variant(spec, std::get<std::string>(value));
+        case VT::text: return check_text(spec, std::get<std::string>(value));
+        case VT::token_list: {
+            const auto& tokens = std::get<std::vector<std::int32_t>>(value);
+            if (auto bad = check_count(spec, tokens)) return bad;
+            for (std::size_t i = 0; i < tokens.size(); ++i)
+                if (auto bad = check_integer(spec, Value{std::int64_t{tokens[i]}}))
+                    return fmt::format("element {}: {}", i + 1, *bad);
+            return std::nullopt;
+        }
+        case VT::name_list: {
+            const auto& names = std::get<std::vector<std::string>>(value);
+            if (auto bad = check_count(spec, names)) return bad;
+            for (std::size_t i = 0; i < names.size(); ++i)
+                if (auto bad = check_identifier(spec, names[i])) return fmt::format("element {}: {}", i + 1, *bad);
+            return std::nullopt;
+        }
+    }
+    return std::string("unknown value type");
+}
+
+std::string format_value(const KeySpec& spec, const Value& value) {
+    switch (spec.type) {
+        case VT::integer:
+            if (const auto* i = std::get_if<std::int64_t>(&value)) return fmt::format("{}", *i);
+            return fmt::format("{}", as_u64(value));
+        case VT::boolean: return std::get<bool>(value) ? "on" : "off";
+        case VT::choice:
+        case VT::identifier:
+        case VT::variant:
+        case VT::text: return std::get<std::string>(value);
+        case VT::token_list: return fmt::format("{}", fmt::join(std::get<std::vector<std::int32_t>>(value), ","));
+        case VT::name_list: return fmt::format("{}", fmt::join(std::get<std::vector<std::string>>(value), "+"));
+    }
+    return "?";
+}
+
+std::string quote(std::string_view text) {
+    constexpr std::size_t kShown = 40;
+    std::string out = "'";
+    for (std::size_t i = 0; i < text.size() && i < kShown; ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') out += static_cast<char>(c);
+        else out += fmt::format("\\x{:02x}", c);
+    }
+    out += text.size() > kShown ? "'..." : "'";
+    return out;
+}
+
+std::string format_help() {
+    std::string out = fmt::format(
+        "kvsim trace format, version {0}\n\n"
+        "Line oriented text. Tokens are separated by spaces or tabs; a '#' at the start of a line or\n"
+        "after whitespace starts a comment; blank lines are ignored; one trailing CR is tolerated; a\n"
+        "line is at most {1} bytes and holds no control characters. Each line is a keyword, its\n"
+        "positional arguments, then KEY=VALUE arguments in any order, each key at most once.\n"
+        "Integers are plain decimal digits (no sign, no leading zeros); booleans are on|off; names\n"
+        "use [A-Za-z0-9_.-]. Lines may come in any order after the header; events keep file order.\n\n"
+        "{2} {0}\n    header: the first non-blank, non-comment line\n",
+        kTraceFormatVersion, kMaxLineBytes, kTraceMagic);
+    describe(kEngine, false, out);
+    describe(kRun, false, out);
+    describe(kConnector, false, out);
+    describe(kSegment, false, out);
+    describe(kExpect, false, out);
+    describe(kArrive, true, out);
+    describe(kAbort, true, out);
+    out += fmt::format(
+        "\nEvents: STEP is 0..{} and below run.max_steps; steps never decrease in file order.\n"
+        "A prompt has 1 to max_model_len-1 tokens; every segment it names must be defined.\n"
+        "Limits: {} segments, {} events, {} connectors, {} expect lines.\n",
+        limits::kMaxSteps - 1, limits::kMaxSegments, limits::kMaxEvents, kMaxConnectors, kMaxExpectations);
+    return out;
+}
+
+}  // namespace kvsim

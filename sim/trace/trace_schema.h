@@ -1,0 +1,100 @@
+#pragma once
+// The trace format's key tables (one per line kind), in the style of libFuzzer's
+// FuzzerFlags.def: every key of every line is declared once, in trace_schema.cpp, with
+// its type, range, default and help. The parser, the printer (key order) and
+// format_help() (`kvsim format`) all read these tables; no key exists anywhere else.
+#include "sim/trace/trace.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace kvsim {
+
+inline constexpr std::string_view kTraceMagic = "kvsim-trace";
+inline constexpr std::size_t kMaxLineBytes = 4096;            // longer lines are an input error
+inline constexpr std::size_t kMaxTraceBytes = 64u << 20;      // whole file
+inline constexpr std::size_t kMaxConnectors = 16;             // connector lines per trace
+inline constexpr std::size_t kMaxExpectations = 256;          // expect lines per trace
+inline constexpr std::size_t kMaxSignatureLen = 256;
+inline constexpr std::size_t kMaxVariantNameLen = 128;
+
+enum class ValueType {
+    integer,     // plain decimal digits, range [min, max]
+    boolean,     // on | off
+    choice,      // one of `choices`
+    identifier,  // [A-Za-z0-9_.-]{1,max}
+    variant,     // a name resolve_variant() accepts, at most `max` characters
+    text,        // printable ASCII without spaces, 1..max characters
+    token_list,  // a,b,c: 1..max_items integers in [min, max]
+    name_list,   // a+b+c: 1..max_items identifiers of at most `max` characters
+};
+
+struct KeySpec {
+    std::string_view name = {};
+    ValueType type = ValueType::integer;
+    std::uint64_t min = 0;
+    std::uint64_t max = 0;  // integers and list elements: value; identifier/text/variant: length
+    std::size_t max_items = 0;  // lists only
+    bool required = false;
+    bool positional = false;    // given bare, in table order, before the key=value arguments
+    std::string_view one_of = {};  // keys sharing a group name: exactly one of them must be given
+    std::string_view help = {};
+    std::span<const std::string_view> choices = {};
+};
+
+// A parsed value. Integers from text are uint64; int fields read back from memory are
+// int64 (they may be negative in a hand-built Trace, and validation must say so).
+using Value = std::variant<std::uint64_t, std::int64_t, bool, std::string, std::vector<std::int32_t>,
+                           std::vector<std::string>>;
+
+// One table row: the key and how it reaches the field of T.
+template <class T>
+struct Row {
+    KeySpec spec;
+    Value (*get)(const T&);
+    void (*set)(T&, Value&&);                 // value already checked against spec
+    bool (*present)(const T&) = nullptr;      // printer omits the key when false; nullptr = always
+};
+
+template <class T>
+struct LineSchema {
+    std::string_view keyword;       // first token ("engine"); for events the kind after @STEP
+    std::string_view field_prefix;  // error field prefix: "engine" -> "engine.block_size"
+    std::string_view help;          // one line
+    std::span<const Row<T>> rows;
+};
+
+const LineSchema<EngineConfig>& engine_schema();
+const LineSchema<RunConfig>& run_schema();
+const LineSchema<ConnectorSpec>& connector_schema();
+const LineSchema<Segment>& segment_schema();
+const LineSchema<Expectation>& expect_schema();
+const LineSchema<ArriveEvent>& arrive_schema();
+const LineSchema<AbortEvent>& abort_schema();
+
+// The STEP of "@STEP KIND ...".
+const KeySpec& event_step_spec();
+
+// Event kinds after "@STEP", in table order (arrive, abort).
+std::vector<std::string_view> event_kinds();
+
+// Text -> value, with every check of the spec applied. nullopt + *error (one line, no field).
+std::optional<Value> parse_value(const KeySpec& spec, std::string_view text, std::string* error);
+// Range / charset / resolvability of a value; nullopt when fine.
+std::optional<std::string> check_value(const KeySpec& spec, const Value& value);
+// Canonical text of a value, as the printer writes it.
+std::string format_value(const KeySpec& spec, const Value& value);
+
+// A quoted, escaped, truncated copy of untrusted text for an error message: 'ab\x00c...'.
+std::string quote(std::string_view text);
+
+// The format reference printed by `kvsim format`.
+std::string format_help();
+
+}  // namespace kvsim

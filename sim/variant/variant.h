@@ -1,0 +1,82 @@
+#pragma once
+// A variant = the upstream release or patch being modelled, as a set of behaviour
+// flags. Code branches on flags, never on names (DESIGN §3).
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvsim {
+
+// BlockPool.free_blocks: where freed blocks re-enter the free queue.
+enum class FreeOrder {
+    append_all,        // classic: everything to the tail, in the order given
+    fresh_head,        // #42656: unhashed -> head, hashed -> tail; caching off -> tail (#48017)
+    fresh_head_lifo,   // #51482: as fresh_head, but caching off -> everything to the head
+};
+
+// Which requests the core snapshots into KVConnectorBlockState before
+// build_connector_meta.
+enum class SnapshotRule {
+    none,             // no KVConnectorBlockState (pre-#51358)
+    eager,            // #51358 (v0.29.0): new + cached-with-new-blocks (+ boundary ids)
+    every_scheduled,  // #54853: every id in num_scheduled_tokens (+ boundary ids)
+};
+
+// MooncakeStoreScheduler._apply_current_save_block_ids on a save without a snapshot entry.
+enum class StaleSave {
+    tracker_ids,         // pre-#51358: no check, the tracker's append-only ids are used
+    assert_missing,      // #51358: AssertionError, the engine dies
+    drop_warn_rollback,  // #55066: warn once, roll the watermark back, drop the save
+};
+
+// Pending-load branch of MooncakeStoreScheduler.build_connector_meta.
+enum class PendingLoadGuard { off, on /* #54643: skip a LoadSpec without can_load */ };
+enum class PendingSkipSave { none, is_consumer /* the fix seed 000 rejected */ };
+
+// What MultiConnector.update_state_after_alloc gives the children that did not win.
+enum class MultiLoserBlocks { empty, real /* #46865 */ };
+
+// How a store save keeps its blocks alive until the worker has read them.
+enum class SaveBlockRefs { delay_free, store_job_pins /* #52372 */ };
+
+struct Variant {
+    std::string name;
+    FreeOrder free_order = FreeOrder::fresh_head_lifo;
+    SnapshotRule snapshot_rule = SnapshotRule::every_scheduled;
+    StaleSave stale_save = StaleSave::assert_missing;
+    PendingLoadGuard pending_load_guard = PendingLoadGuard::on;
+    PendingSkipSave pending_skip_save = PendingSkipSave::none;
+    MultiLoserBlocks multi_loser_blocks = MultiLoserBlocks::real;
+    SaveBlockRefs save_block_refs = SaveBlockRefs::store_job_pins;
+};
+
+struct VariantPreset {
+    std::string_view name;
+    std::string_view description;
+};
+
+struct VariantPatch {
+    std::string_view name;  // used after '+', e.g. "pr55066"
+    std::string_view description;
+};
+
+// Resolves "preset[+patch...]". On failure returns nullopt and sets *error to a
+// one-line reason naming the unknown part.
+std::optional<Variant> resolve_variant(std::string_view name, std::string* error);
+
+const std::vector<VariantPreset>& variant_presets();
+const std::vector<VariantPatch>& variant_patches();
+
+// One row per flag: the flag name, and its value for a resolved variant.
+struct FlagDescription {
+    std::string_view flag;
+    std::string_view values;  // "a | b (#PR) | c (#PR)"
+};
+const std::vector<FlagDescription>& variant_flags();
+std::vector<std::string> variant_flag_values(const Variant& v);  // same order as variant_flags()
+
+// `kvsim variants`: presets x flags table.
+std::string variants_table();
+
+}  // namespace kvsim

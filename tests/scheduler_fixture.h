@@ -1,0 +1,76 @@
+#pragma once
+// Drives a Scheduler by hand: schedule, sample, update — one engine step at a time.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/connector/stand_in_connector.h"
+#include "sim/core/scheduler.h"
+#include "sim/engine/engine.h"
+#include "sim/engine/event_log.h"
+#include "sim/variant/variant.h"
+
+namespace kvsim::testing {
+
+inline Variant variant_named(const std::string& name) {
+    std::string error;
+    auto v = resolve_variant(name, &error);
+    if (!v) throw std::runtime_error(error);
+    return *v;
+}
+
+inline std::vector<TokenId> tokens(int n, int base = 1000) {
+    std::vector<TokenId> out;
+    for (int i = 0; i < n; ++i) out.push_back(base + i);
+    return out;
+}
+
+struct SchedulerHarness {
+    explicit SchedulerHarness(EngineConfig cfg, KVConnectorScheduler* connector = nullptr,
+                              const std::string& variant = "v0.30.0")
+        : config(cfg), scheduler(cfg, variant_named(variant), connector, log) {}
+
+    // Distinct token ranges per request unless `base` is given, so prompts share no prefix by accident.
+    void add(const std::string& id, int prompt_len, int max_tokens, bool remote_prefill = false, int base = -1) {
+        if (base < 0) base = 1000 * static_cast<int>(++added);
+        KvTransferParams params;
+        params.do_remote_prefill = remote_prefill;
+        scheduler.add_request(
+            std::make_unique<Request>(id, tokens(prompt_len, base), max_tokens, config.block_size, step, params));
+    }
+
+    const Request& req(const std::string& id) const { return *scheduler.requests().at(id); }
+    bool alive(const std::string& id) const { return scheduler.requests().contains(id); }
+    std::vector<BlockId> blocks(const std::string& id) const { return scheduler.kv_cache_manager().get_block_ids(id); }
+
+    // One step: schedule, sample one token per completed prefill, feed `kv` back.
+    SchedulerOutput run_step(std::optional<KVConnectorOutput> kv = std::nullopt) {
+        log.set_step(step);
+        SchedulerOutput out = scheduler.schedule(step);
+        ModelRunnerOutput mro;
+        for (const auto& [id, n] : out.num_scheduled_tokens) {
+            auto& sampled = mro.sampled_token_ids[id];
+            const auto* slot = scheduler.requests().find(id);
+            if (slot != nullptr && (*slot)->num_computed_tokens >= (*slot)->num_tokens())
+                sampled.push_back(sampled_token(id, (*slot)->num_tokens()));
+        }
+        mro.kv_connector_output = std::move(kv);
+        scheduler.update_from_output(out, mro);
+        ++step;
+        return out;
+    }
+
+    EngineConfig config;
+    EventLog log;
+    Scheduler scheduler;
+    int step = 0;
+    std::size_t added = 0;
+};
+
+inline std::vector<std::string> new_ids(const SchedulerOutput& out) {
+    std::vector<std::string> ids;
+    for (const auto& nr : out.scheduled_new_reqs) ids.push_back(nr.req_id);
+    return ids;
+}
+
+}  // namespace kvsim::testing

@@ -1,0 +1,156 @@
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sim/core/free_block_queue.h"
+
+using namespace kvsim;
+using Ids = std::vector<BlockId>;
+
+namespace {
+
+// A queue over `capacity` block ids holding exactly `order`, head first.
+FreeBlockQueue queue_with(std::uint32_t capacity, const Ids& order) {
+    FreeBlockQueue q(capacity);
+    q.popleft_n(capacity);
+    q.append_n(order);
+    return q;
+}
+
+}  // namespace
+
+TEST_CASE("[free_block_queue] starts with every block in ascending order", "[free_block_queue]") {
+    const FreeBlockQueue q(5);
+    CHECK(q.size() == 5);
+    CHECK(q.to_vector() == Ids{0, 1, 2, 3, 4});
+    for (BlockId id = 0; id < 5; ++id) CHECK(q.contains(id));
+    CHECK(FreeBlockQueue(1).to_vector() == Ids{0});
+    CHECK(FreeBlockQueue(0).to_vector().empty());
+}
+
+// tests/v1/core/test_kv_cache_utils.py test_free_kv_cache_block_queue_operations
+TEST_CASE("[free_block_queue] upstream operations: popleft, remove middle, append, drain", "[free_block_queue]") {
+    FreeBlockQueue q(5);
+    CHECK(q.popleft() == 0);
+    CHECK(q.size() == 4);
+    CHECK(q.to_vector() == Ids{1, 2, 3, 4});
+    CHECK_FALSE(q.contains(0));
+
+    q.remove(2);
+    CHECK(q.size() == 3);
+    CHECK(q.to_vector() == Ids{1, 3, 4});
+    CHECK_FALSE(q.contains(2));
+
+    q.append(2);
+    CHECK(q.size() == 4);
+    CHECK(q.to_vector() == Ids{1, 3, 4, 2});
+
+    CHECK(q.popleft() == 1);
+    CHECK(q.popleft() == 3);
+    CHECK(q.popleft() == 4);
+    CHECK(q.popleft() == 2);
+    CHECK(q.size() == 0);
+    CHECK(q.to_vector().empty());
+    try {
+        q.popleft();
+        FAIL("popleft on an empty queue must throw");
+    } catch (const std::logic_error& e) {
+        CHECK(std::string(e.what()).find("No free blocks available") != std::string::npos);
+    }
+}
+
+TEST_CASE("[free_block_queue] remove head, tail, and the only element", "[free_block_queue]") {
+    FreeBlockQueue q(4);
+    q.remove(0);  // head
+    CHECK(q.to_vector() == Ids{1, 2, 3});
+    q.remove(3);  // tail
+    CHECK(q.to_vector() == Ids{1, 2});
+    q.append(0);  // new tail after a tail removal
+    CHECK(q.to_vector() == Ids{1, 2, 0});
+    CHECK(q.popleft() == 1);
+    q.remove(0);
+    CHECK(q.to_vector() == Ids{2});
+    q.remove(2);  // only element
+    CHECK(q.size() == 0);
+    CHECK(q.to_vector().empty());
+    q.append(3);  // append into an empty queue
+    CHECK(q.to_vector() == Ids{3});
+    CHECK(q.popleft() == 3);
+}
+
+// tests/v1/core/test_kv_cache_utils.py test_free_kv_cache_block_queue_append_n
+TEST_CASE("[free_block_queue] upstream append_n keeps the given order at the tail", "[free_block_queue]") {
+    FreeBlockQueue q = queue_with(6, {});
+    q.append_n({});
+    CHECK(q.size() == 0);
+    CHECK(q.to_vector().empty());
+    q.append_n({0});
+    CHECK(q.to_vector() == Ids{0});
+    q.append_n({4, 5});
+    CHECK(q.size() == 3);
+    CHECK(q.to_vector() == Ids{0, 4, 5});
+    q.append_n({1, 2, 3});
+    CHECK(q.size() == 6);
+    CHECK(q.to_vector() == Ids{0, 4, 5, 1, 2, 3});
+}
+
+// tests/v1/core/test_kv_cache_utils.py test_free_kv_cache_block_queue_prepend_n
+TEST_CASE("[free_block_queue] upstream prepend_n puts ids[0] first, ahead of earlier prepends", "[free_block_queue]") {
+    FreeBlockQueue q = queue_with(6, {0});
+    q.prepend_n({});
+    CHECK(q.size() == 1);
+    CHECK(q.to_vector() == Ids{0});
+    q.prepend_n({4, 5});
+    CHECK(q.size() == 3);
+    CHECK(q.to_vector() == Ids{4, 5, 0});
+    q.prepend_n({1, 2});
+    CHECK(q.size() == 5);
+    CHECK(q.to_vector() == Ids{1, 2, 4, 5, 0});
+    Ids popped;
+    for (int i = 0; i < 5; ++i) popped.push_back(q.popleft());
+    CHECK(popped == Ids{1, 2, 4, 5, 0});
+    CHECK(q.size() == 0);
+}
+
+TEST_CASE("[free_block_queue] prepend_n into an empty queue, then append_n behind it", "[free_block_queue]") {
+    FreeBlockQueue q = queue_with(6, {});
+    q.prepend_n({3, 1});
+    CHECK(q.to_vector() == Ids{3, 1});
+    q.append_n({5});
+    q.prepend_n({0});
+    CHECK(q.to_vector() == Ids{0, 3, 1, 5});
+}
+
+// tests/v1/core/test_kv_cache_utils.py test_free_kv_cache_block_queue_popleft_n
+TEST_CASE("[free_block_queue] upstream popleft_n pops from the head in order", "[free_block_queue]") {
+    FreeBlockQueue q = queue_with(6, {1, 3, 5, 4, 0, 2});
+    CHECK(q.size() == 6);
+    CHECK(q.popleft_n(0).empty());
+    CHECK(q.size() == 6);
+    CHECK(q.popleft_n(1) == Ids{1});
+    CHECK(q.size() == 5);
+    CHECK(q.popleft_n(2) == Ids{3, 5});
+    CHECK(q.size() == 3);
+    CHECK(q.popleft_n(3) == Ids{4, 0, 2});
+    CHECK(q.size() == 0);
+    for (BlockId id = 0; id < 6; ++id) CHECK_FALSE(q.contains(id));
+}
+
+TEST_CASE("[free_block_queue] preconditions throw and leave the queue unchanged", "[free_block_queue]") {
+    FreeBlockQueue q = queue_with(6, {2, 4});
+    const Ids before = q.to_vector();
+
+    CHECK_THROWS_AS(q.popleft_n(3), std::logic_error);
+    CHECK_THROWS_AS(q.remove(1), std::logic_error);        // not queued
+    CHECK_THROWS_AS(q.append(2), std::logic_error);        // already queued
+    CHECK_THROWS_AS(q.append_n({1, 4}), std::logic_error);  // second id already queued
+    CHECK_THROWS_AS(q.append_n({1, 1}), std::logic_error);  // duplicate in one call
+    CHECK_THROWS_AS(q.prepend_n({3, 2}), std::logic_error);
+    CHECK_THROWS_AS(q.prepend_n({3, 3}), std::logic_error);
+    CHECK_THROWS_AS(q.contains(6), std::logic_error);      // outside the pool
+    CHECK_THROWS_AS(q.append(6), std::logic_error);
+    CHECK(q.to_vector() == before);
+    CHECK(q.size() == 2);
+}
