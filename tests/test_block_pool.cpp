@@ -25,7 +25,7 @@ std::vector<int> ref_counts(const BlockPool& pool, const Ids& ids) {
 
 }  // namespace
 
-TEST_CASE("[block_pool] block 0 is the null block and is never free or handed out", "[block_pool]") {
+TEST_CASE("block 0 is the null block and is never free or handed out", "[block_pool]") {
     BlockPool pool(5, true, FreeOrder::fresh_head);
     CHECK(pool.num_blocks() == 5);
     CHECK(pool.num_free_blocks() == 4);
@@ -46,7 +46,7 @@ TEST_CASE("[block_pool] block 0 is the null block and is never free or handed ou
     CHECK(pool.free_queue().to_vector() == Ids{4, 3});
 }
 
-TEST_CASE("[block_pool] get_new_blocks pops the head in order and sets ref_cnt 1", "[block_pool]") {
+TEST_CASE("get_new_blocks pops the head in order and sets ref_cnt 1", "[block_pool]") {
     BlockPool pool(8, true, FreeOrder::fresh_head);
     CHECK(pool.get_new_blocks(0).empty());
     const Ids a = pool.get_new_blocks(3);
@@ -59,7 +59,7 @@ TEST_CASE("[block_pool] get_new_blocks pops the head in order and sets ref_cnt 1
     CHECK(pool.num_free_blocks() == 2);  // a failed request pops nothing
 }
 
-TEST_CASE("[block_pool] touch takes a free block out of the queue and bumps ref_cnt", "[block_pool]") {
+TEST_CASE("touch takes a free block out of the queue and bumps ref_cnt", "[block_pool]") {
     BlockPool pool(6, true, FreeOrder::fresh_head);
     const Ids a = pool.get_new_blocks(3);  // 1,2,3
     pool.cache_full_blocks({kH0, kH1, kH2}, a, 0, 3);
@@ -86,7 +86,7 @@ TEST_CASE("[block_pool] touch takes a free block out of the queue and bumps ref_
 }
 
 // Table [1,2,3,4] with 1 and 2 hashed, freed tail first as KVCacheManager.free does.
-TEST_CASE("[block_pool] free_blocks ordering per FreeOrder, caching on", "[block_pool]") {
+TEST_CASE("free_blocks ordering per FreeOrder / caching on", "[block_pool]") {
     struct Case {
         FreeOrder order;
         Ids expected;
@@ -113,7 +113,7 @@ TEST_CASE("[block_pool] free_blocks ordering per FreeOrder, caching on", "[block
     }
 }
 
-TEST_CASE("[block_pool] free_blocks ordering per FreeOrder, caching off", "[block_pool]") {
+TEST_CASE("free_blocks ordering per FreeOrder / caching off", "[block_pool]") {
     struct Case {
         FreeOrder order;
         Ids expected;
@@ -135,7 +135,7 @@ TEST_CASE("[block_pool] free_blocks ordering per FreeOrder, caching off", "[bloc
     }
 }
 
-TEST_CASE("[block_pool] free_blocks queues only blocks whose ref_cnt reaches 0", "[block_pool]") {
+TEST_CASE("free_blocks queues only blocks whose ref_cnt reaches 0", "[block_pool]") {
     BlockPool pool(6, true, FreeOrder::fresh_head);
     const Ids t = pool.get_new_blocks(3);  // 1,2,3
     pool.touch({2});                       // shared by a second holder
@@ -145,7 +145,7 @@ TEST_CASE("[block_pool] free_blocks queues only blocks whose ref_cnt reaches 0",
     CHECK(pool.num_free_blocks() == 4);
 }
 
-TEST_CASE("[block_pool] free_blocks preconditions: no double free, no duplicates", "[block_pool]") {
+TEST_CASE("free_blocks preconditions: no double free / no duplicates", "[block_pool]") {
     BlockPool pool(6, true, FreeOrder::fresh_head);
     pool.get_new_blocks(2);  // 1,2
     CHECK_THROWS_AS(pool.free_blocks({3}), std::logic_error);     // never allocated
@@ -156,7 +156,7 @@ TEST_CASE("[block_pool] free_blocks preconditions: no double free, no duplicates
     CHECK(pool.free_queue().to_vector() == Ids{1, 3, 4, 5});
 }
 
-TEST_CASE("[block_pool] lazy eviction: a reused block loses its hash only when popped", "[block_pool]") {
+TEST_CASE("lazy eviction: a reused block loses its hash only when popped", "[block_pool]") {
     BlockPool pool(3, true, FreeOrder::fresh_head);  // blocks 1,2 usable
     const Ids a = pool.get_new_blocks(1);           // 1
     pool.cache_full_blocks({kH0}, a, 0, 1);
@@ -175,7 +175,7 @@ TEST_CASE("[block_pool] lazy eviction: a reused block loses its hash only when p
     CHECK(pool.block(1).ref_cnt == 1);
 }
 
-TEST_CASE("[block_pool] cache_full_blocks does not de-duplicate; lookup returns the first", "[block_pool]") {
+TEST_CASE("cache_full_blocks does not de-duplicate - lookup returns the first", "[block_pool]") {
     BlockPool pool(6, true, FreeOrder::fresh_head);
     const Ids a = pool.get_new_blocks(2);  // 1,2
     const Ids b = pool.get_new_blocks(2);  // 3,4
@@ -197,7 +197,7 @@ TEST_CASE("[block_pool] cache_full_blocks does not de-duplicate; lookup returns 
 }
 
 // tests/v1/core/test_prefix_caching.py test_cache_blocks
-TEST_CASE("[block_pool] upstream cache_full_blocks hashes only [num_cached, num_full)", "[block_pool]") {
+TEST_CASE("upstream cache_full_blocks hashes only (num_cached / num_full)", "[block_pool]") {
     BlockPool pool(5, true, FreeOrder::fresh_head);
     const std::vector<BlockHash> hashes = {kH0, kH1, kH2};  // 14 tokens at bs 4: 3 full blocks
     Ids blocks = pool.get_new_blocks(2);
@@ -217,7 +217,7 @@ TEST_CASE("[block_pool] upstream cache_full_blocks hashes only [num_cached, num_
     CHECK(pool.cached_blocks().size() == 3);
 }
 
-TEST_CASE("[block_pool] cache_full_blocks skips null and matching hits, rejects a wrong hash", "[block_pool]") {
+TEST_CASE("cache_full_blocks skips null and matching hits / rejects a wrong hash", "[block_pool]") {
     BlockPool pool(5, true, FreeOrder::fresh_head);
     const Ids a = pool.get_new_blocks(2);  // 1,2
     pool.cache_full_blocks({kH0, kH1}, a, 0, 2);
@@ -235,7 +235,7 @@ TEST_CASE("[block_pool] cache_full_blocks skips null and matching hits, rejects 
     CHECK(pool.cached_blocks() == Holders{{kH0, {1}}, {kH1, {2}}, {kH2, {3}}});
 }
 
-TEST_CASE("[block_pool] cache_full_blocks requires prefix caching", "[block_pool]") {
+TEST_CASE("cache_full_blocks requires prefix caching", "[block_pool]") {
     BlockPool pool(4, false, FreeOrder::fresh_head);
     const Ids a = pool.get_new_blocks(1);
     CHECK_THROWS_AS(pool.cache_full_blocks({kH0}, a, 0, 1), std::logic_error);
@@ -243,7 +243,7 @@ TEST_CASE("[block_pool] cache_full_blocks requires prefix caching", "[block_pool
 }
 
 // tests/v1/core/test_prefix_caching.py test_maybe_evict_cached_block, through evict_blocks.
-TEST_CASE("[block_pool] upstream maybe_evict: an entry goes only with its last block", "[block_pool]") {
+TEST_CASE("upstream maybe_evict: an entry goes only with its last block", "[block_pool]") {
     BlockPool pool(5, true, FreeOrder::fresh_head);
     const Ids t = pool.get_new_blocks(4);  // 1,2,3,4
     pool.cache_full_blocks({kH0, kH1, kH2, kH0}, t, 0, 4);
@@ -268,7 +268,7 @@ TEST_CASE("[block_pool] upstream maybe_evict: an entry goes only with its last b
 }
 
 // tests/v1/core/test_prefix_caching.py test_reset_prefix_cache (pool level)
-TEST_CASE("[block_pool] reset_prefix_cache only when every block but the null block is free", "[block_pool]") {
+TEST_CASE("reset_prefix_cache only when every block but the null block is free", "[block_pool]") {
     BlockPool pool(6, true, FreeOrder::fresh_head);
     const Ids t = pool.get_new_blocks(2);
     pool.cache_full_blocks({kH0, kH1}, t, 0, 2);
@@ -284,7 +284,7 @@ TEST_CASE("[block_pool] reset_prefix_cache only when every block but the null bl
     CHECK(pool.free_queue().to_vector() == Ids{3, 4, 5, 2, 1});  // order is untouched
 }
 
-TEST_CASE("[block_pool] a pool needs at least the null block", "[block_pool]") {
+TEST_CASE("a pool needs at least the null block", "[block_pool]") {
     CHECK_THROWS_AS(BlockPool(0, true, FreeOrder::fresh_head), std::logic_error);
     BlockPool only_null(1, true, FreeOrder::fresh_head);
     CHECK(only_null.num_free_blocks() == 0);

@@ -21,7 +21,7 @@ FreeBlockQueue queue_with(std::uint32_t capacity, const Ids& order) {
 
 }  // namespace
 
-TEST_CASE("[free_block_queue] starts with every block in ascending order", "[free_block_queue]") {
+TEST_CASE("starts with every block in ascending order", "[free_block_queue]") {
     const FreeBlockQueue q(5);
     CHECK(q.size() == 5);
     CHECK(q.to_vector() == Ids{0, 1, 2, 3, 4});
@@ -31,7 +31,7 @@ TEST_CASE("[free_block_queue] starts with every block in ascending order", "[fre
 }
 
 // tests/v1/core/test_kv_cache_utils.py test_free_kv_cache_block_queue_operations
-TEST_CASE("[free_block_queue] upstream operations: popleft, remove middle, append, drain", "[free_block_queue]") {
+TEST_CASE("upstream operations: popleft / remove middle / append / drain", "[free_block_queue]") {
     FreeBlockQueue q(5);
     CHECK(q.popleft() == 0);
     CHECK(q.size() == 4);
@@ -61,7 +61,7 @@ TEST_CASE("[free_block_queue] upstream operations: popleft, remove middle, appen
     }
 }
 
-TEST_CASE("[free_block_queue] remove head, tail, and the only element", "[free_block_queue]") {
+TEST_CASE("remove head / tail / and the only element", "[free_block_queue]") {
     FreeBlockQueue q(4);
     q.remove(0);  // head
     CHECK(q.to_vector() == Ids{1, 2, 3});
@@ -81,7 +81,7 @@ TEST_CASE("[free_block_queue] remove head, tail, and the only element", "[free_b
 }
 
 // tests/v1/core/test_kv_cache_utils.py test_free_kv_cache_block_queue_append_n
-TEST_CASE("[free_block_queue] upstream append_n keeps the given order at the tail", "[free_block_queue]") {
+TEST_CASE("upstream append_n keeps the given order at the tail", "[free_block_queue]") {
     FreeBlockQueue q = queue_with(6, {});
     q.append_n({});
     CHECK(q.size() == 0);
@@ -97,7 +97,7 @@ TEST_CASE("[free_block_queue] upstream append_n keeps the given order at the tai
 }
 
 // tests/v1/core/test_kv_cache_utils.py test_free_kv_cache_block_queue_prepend_n
-TEST_CASE("[free_block_queue] upstream prepend_n puts ids[0] first, ahead of earlier prepends", "[free_block_queue]") {
+TEST_CASE("upstream prepend_n puts ids(0) first / ahead of earlier prepends", "[free_block_queue]") {
     FreeBlockQueue q = queue_with(6, {0});
     q.prepend_n({});
     CHECK(q.size() == 1);
@@ -114,7 +114,7 @@ TEST_CASE("[free_block_queue] upstream prepend_n puts ids[0] first, ahead of ear
     CHECK(q.size() == 0);
 }
 
-TEST_CASE("[free_block_queue] prepend_n into an empty queue, then append_n behind it", "[free_block_queue]") {
+TEST_CASE("prepend_n into an empty queue / then append_n behind it", "[free_block_queue]") {
     FreeBlockQueue q = queue_with(6, {});
     q.prepend_n({3, 1});
     CHECK(q.to_vector() == Ids{3, 1});
@@ -124,7 +124,7 @@ TEST_CASE("[free_block_queue] prepend_n into an empty queue, then append_n behin
 }
 
 // tests/v1/core/test_kv_cache_utils.py test_free_kv_cache_block_queue_popleft_n
-TEST_CASE("[free_block_queue] upstream popleft_n pops from the head in order", "[free_block_queue]") {
+TEST_CASE("upstream popleft_n pops from the head in order", "[free_block_queue]") {
     FreeBlockQueue q = queue_with(6, {1, 3, 5, 4, 0, 2});
     CHECK(q.size() == 6);
     CHECK(q.popleft_n(0).empty());
@@ -138,7 +138,7 @@ TEST_CASE("[free_block_queue] upstream popleft_n pops from the head in order", "
     for (BlockId id = 0; id < 6; ++id) CHECK_FALSE(q.contains(id));
 }
 
-TEST_CASE("[free_block_queue] preconditions throw and leave the queue unchanged", "[free_block_queue]") {
+TEST_CASE("preconditions throw and leave the queue unchanged", "[free_block_queue]") {
     FreeBlockQueue q = queue_with(6, {2, 4});
     const Ids before = q.to_vector();
 

@@ -55,7 +55,7 @@ bool hashed(const KVCacheManager& m, BlockId id) { return m.block_pool().block(i
 }  // namespace
 
 // test_prefix_caching.py test_prefill
-TEST_CASE("[kv_cache_manager] upstream test_prefill: hits, fresh-first free order, eviction order",
+TEST_CASE("upstream test_prefill: hits / fresh-first free order / eviction order",
           "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
     const auto common = common48();
@@ -114,7 +114,7 @@ TEST_CASE("[kv_cache_manager] upstream test_prefill: hits, fresh-first free orde
     CHECK_FALSE(m.block_pool().get_cached_block(req0.block_hashes()[0]).has_value());
 }
 
-TEST_CASE("[kv_cache_manager] test_prefill free order under the classic append-all rule (derived)",
+TEST_CASE("test_prefill free order under the classic append-all rule (derived)",
           "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11, 16, true, FreeOrder::append_all);
     Request req0 = make_request("0", concat(common48(), repeat(3, 7)));
@@ -127,7 +127,7 @@ TEST_CASE("[kv_cache_manager] test_prefill free order under the classic append-a
 }
 
 // test_prefix_caching.py test_decode
-TEST_CASE("[kv_cache_manager] upstream test_decode: blocks appear when a slot needs them", "[kv_cache_manager]") {
+TEST_CASE("upstream test_decode: blocks appear when a slot needs them", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
     Request req0 = make_request("0", concat(common48(), repeat(3, 7)));
     CHECK(admit(m, req0, 55) == Ids{1, 2, 3, 4});
@@ -150,7 +150,7 @@ TEST_CASE("[kv_cache_manager] upstream test_decode: blocks appear when a slot ne
 }
 
 // Notes §4.1: bs=16, a decode step that needs slot 49 allocates block #4.
-TEST_CASE("[kv_cache_manager] decode needing slot 49 allocates the 4th block, slots 50-64 do not",
+TEST_CASE("decode needing slot 49 allocates the 4th block / slots 50-64 do not",
           "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
     Request r = make_request("r", range(0, 48));
@@ -178,7 +178,7 @@ TEST_CASE("[kv_cache_manager] decode needing slot 49 allocates the 4th block, sl
 }
 
 // test_prefix_caching.py test_evict
-TEST_CASE("[kv_cache_manager] upstream test_evict: free order and hits on freed blocks", "[kv_cache_manager]") {
+TEST_CASE("upstream test_evict: free order and hits on freed blocks", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
     Request req0 = make_request("0", range(0, 5 * 16 + 7));
     CHECK(admit(m, req0, 5 * 16 + 7) == Ids{1, 2, 3, 4, 5, 6});
@@ -202,7 +202,7 @@ TEST_CASE("[kv_cache_manager] upstream test_evict: free order and hits on freed 
 }
 
 // test_prefix_caching.py test_hash_block_correct_reuse
-TEST_CASE("[kv_cache_manager] upstream test_hash_block_correct_reuse: reused block drops its hash",
+TEST_CASE("upstream test_hash_block_correct_reuse: reused block drops its hash",
           "[kv_cache_manager]") {
     KVCacheManager m = make_manager(2);
     Request a = make_request("0", range(0, 16));
@@ -218,7 +218,7 @@ TEST_CASE("[kv_cache_manager] upstream test_hash_block_correct_reuse: reused blo
 }
 
 // test_prefix_caching.py test_computed_blocks_not_evicted
-TEST_CASE("[kv_cache_manager] upstream test_computed_blocks_not_evicted", "[kv_cache_manager]") {
+TEST_CASE("upstream test_computed_blocks_not_evicted", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(3);
     Request r0 = make_request("0", range(0, 16));
     CHECK(admit(m, r0, 16) == Ids{1});
@@ -237,7 +237,7 @@ TEST_CASE("[kv_cache_manager] upstream test_computed_blocks_not_evicted", "[kv_c
 }
 
 // test_prefix_caching.py test_basic_prefix_caching_disabled, per FreeOrder.
-TEST_CASE("[kv_cache_manager] upstream test_basic_prefix_caching_disabled", "[kv_cache_manager]") {
+TEST_CASE("upstream test_basic_prefix_caching_disabled", "[kv_cache_manager]") {
     struct Case {
         FreeOrder order;
         Ids queue_after_free;
@@ -269,7 +269,7 @@ TEST_CASE("[kv_cache_manager] upstream test_basic_prefix_caching_disabled", "[kv
 }
 
 // test_prefix_caching.py test_prefill_not_enough_free_blocks_with_computed_blocks
-TEST_CASE("[kv_cache_manager] upstream evictable-hit surcharge: hits in the free queue count against free",
+TEST_CASE("upstream evictable-hit surcharge: hits in the free queue count against free",
           "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
     const auto common = common48();
@@ -316,7 +316,7 @@ TEST_CASE("[kv_cache_manager] upstream evictable-hit surcharge: hits in the free
     CHECK(m.block_pool().block(8).hash == req3.block_hashes()[8]);  // req2's hash evicted on pop
 }
 
-TEST_CASE("[kv_cache_manager] surcharge alone decides admission (minimal case)", "[kv_cache_manager]") {
+TEST_CASE("surcharge alone decides admission (minimal case)", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(4);  // blocks 1..3 usable
     Request a = make_request("a", range(0, 32));
     CHECK(admit(m, a, 32) == Ids{1, 2});
@@ -347,7 +347,7 @@ TEST_CASE("[kv_cache_manager] surcharge alone decides admission (minimal case)",
     CHECK_FALSE(m.allocate_slots(b, 16, shared.num_tokens, shared.blocks).has_value());  // 1 new > 0 free
 }
 
-TEST_CASE("[kv_cache_manager] prefix hits never cover the last token", "[kv_cache_manager]") {
+TEST_CASE("prefix hits never cover the last token", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
     Request a = make_request("a", range(0, 48));
     CHECK(admit(m, a, 48) == Ids{1, 2, 3});
@@ -376,7 +376,7 @@ TEST_CASE("[kv_cache_manager] prefix hits never cover the last token", "[kv_cach
     CHECK(ref(m, 2) == 1);
 }
 
-TEST_CASE("[kv_cache_manager] lookup stops at the first miss", "[kv_cache_manager]") {
+TEST_CASE("lookup stops at the first miss", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
     Request a = make_request("a", range(0, 64));
     CHECK(admit(m, a, 64) == Ids{1, 2, 3, 4});
@@ -387,7 +387,7 @@ TEST_CASE("[kv_cache_manager] lookup stops at the first miss", "[kv_cache_manage
     CHECK(hit.num_tokens == 16);
 }
 
-TEST_CASE("[kv_cache_manager] caching disabled: no lookups, no hashes", "[kv_cache_manager]") {
+TEST_CASE("caching disabled: no lookups / no hashes", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11, 16, false);
     Request a = make_request("a", range(0, 64));
     CHECK(admit(m, a, 64) == Ids{1, 2, 3, 4});
@@ -400,7 +400,7 @@ TEST_CASE("[kv_cache_manager] caching disabled: no lookups, no hashes", "[kv_cac
 }
 
 // Notes §4.3 step 5: external tokens get fresh blocks; the return value holds only new-token blocks.
-TEST_CASE("[kv_cache_manager] external computed tokens: blocks allocated, not returned", "[kv_cache_manager]") {
+TEST_CASE("external computed tokens: blocks allocated / not returned", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
     Request r = make_request("r", range(0, 64));
     // 32 external tokens, 32 new tokens: ext blocks [1,2], new [3,4]; all hashed (min(64, 64) // 16).
@@ -410,7 +410,7 @@ TEST_CASE("[kv_cache_manager] external computed tokens: blocks allocated, not re
     CHECK(m.block_pool().num_free_blocks() == 6);
 }
 
-TEST_CASE("[kv_cache_manager] async load: 0 new tokens, ext blocks, hashing delayed", "[kv_cache_manager]") {
+TEST_CASE("async load: 0 new tokens / ext blocks / hashing delayed", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
     Request r = make_request("r", range(0, 40));
     const auto got = m.allocate_slots(r, 0, 0, {}, 0, 32, /*delay_cache_blocks=*/true);
@@ -425,7 +425,7 @@ TEST_CASE("[kv_cache_manager] async load: 0 new tokens, ext blocks, hashing dela
     CHECK(m.block_pool().block(2).hash == r.block_hashes()[1]);
 }
 
-TEST_CASE("[kv_cache_manager] external tokens after local hits", "[kv_cache_manager]") {
+TEST_CASE("external tokens after local hits", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
     Request a = make_request("a", range(0, 40));
     CHECK(admit(m, a, 40) == Ids{1, 2, 3});
@@ -443,7 +443,7 @@ TEST_CASE("[kv_cache_manager] external tokens after local hits", "[kv_cache_mana
 }
 
 // test_kv_cache_utils.py test_allocate_with_lookahead (+ a max_model_len cap case)
-TEST_CASE("[kv_cache_manager] upstream lookahead slots are allocated but never hashed", "[kv_cache_manager]") {
+TEST_CASE("upstream lookahead slots are allocated but never hashed", "[kv_cache_manager]") {
     {
         KVCacheManager m = make_manager(10, 4, true, FreeOrder::fresh_head, 100);
         Request r = make_request("0", {}, 4);
@@ -475,7 +475,7 @@ TEST_CASE("[kv_cache_manager] upstream lookahead slots are allocated but never h
     }
 }
 
-TEST_CASE("[kv_cache_manager] max_model_len caps the slots that need blocks", "[kv_cache_manager]") {
+TEST_CASE("max_model_len caps the slots that need blocks", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11, 16, true, FreeOrder::fresh_head, 32);
     Request r = make_request("r", range(0, 30));
     CHECK(admit(m, r, 30) == Ids{1, 2});
@@ -503,7 +503,7 @@ TEST_CASE("[kv_cache_manager] max_model_len caps the slots that need blocks", "[
     CHECK(capped == Ids{2});  // min(min(40, 32) + 1, 32) = 32 slots -> 2 blocks
 }
 
-TEST_CASE("[kv_cache_manager] allocate_slots returns only this call's new blocks", "[kv_cache_manager]") {
+TEST_CASE("allocate_slots returns only this call's new blocks", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
     Request a = make_request("a", range(0, 40));
     CHECK(admit(m, a, 40) == Ids{1, 2, 3});
@@ -523,7 +523,7 @@ TEST_CASE("[kv_cache_manager] allocate_slots returns only this call's new blocks
     CHECK(m.get_block_ids("c") == Ids{5, 6, 7});
 }
 
-TEST_CASE("[kv_cache_manager] hashes are visible at schedule time, per chunk", "[kv_cache_manager]") {
+TEST_CASE("hashes are visible at schedule time / per chunk", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
     Request c = make_request("c", range(0, 40));
     CHECK(m.allocate_slots(c, 20) == Ids{1, 2});
@@ -538,7 +538,7 @@ TEST_CASE("[kv_cache_manager] hashes are visible at schedule time, per chunk", "
     CHECK_FALSE(hashed(m, 3));  // 40 tokens: block 3 holds 8
 }
 
-TEST_CASE("[kv_cache_manager] free releases the table tail first", "[kv_cache_manager]") {
+TEST_CASE("free releases the table tail first", "[kv_cache_manager]") {
     SECTION("fresh_head: unhashed tail to the head, hashed prefix to the tail, first block last") {
         KVCacheManager m = make_manager(8, 4, true, FreeOrder::fresh_head);
         Request r = make_request("r", range(0, 14), 4);  // 3 full blocks + 2 tokens
@@ -570,7 +570,7 @@ TEST_CASE("[kv_cache_manager] free releases the table tail first", "[kv_cache_ma
     }
 }
 
-TEST_CASE("[kv_cache_manager] a preempted request re-hits its own freed blocks", "[kv_cache_manager]") {
+TEST_CASE("a preempted request re-hits its own freed blocks", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
     Request r = make_request("r", range(0, 40));
     CHECK(admit(m, r, 40) == Ids{1, 2, 3});
@@ -584,7 +584,7 @@ TEST_CASE("[kv_cache_manager] a preempted request re-hits its own freed blocks",
     CHECK(m.get_block_ids("r") == Ids{1, 2, 3});
 }
 
-TEST_CASE("[kv_cache_manager] reset_prefix_cache through the pool (upstream test_reset_prefix_cache)",
+TEST_CASE("reset_prefix_cache through the pool (upstream test_reset_prefix_cache)",
           "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
     Request req0 = make_request("0", concat(common48(), repeat(3, 7)));
@@ -604,7 +604,7 @@ TEST_CASE("[kv_cache_manager] reset_prefix_cache through the pool (upstream test
     CHECK(m.get_computed_blocks(again).blocks.empty());
 }
 
-TEST_CASE("[kv_cache_manager] allocate_slots preconditions", "[kv_cache_manager]") {
+TEST_CASE("allocate_slots preconditions", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
     Request r = make_request("r", range(0, 40));
     // Upstream raises ValueError for 0 new and 0 external tokens.
@@ -627,7 +627,7 @@ TEST_CASE("[kv_cache_manager] allocate_slots preconditions", "[kv_cache_manager]
     CHECK_THROWS_AS(m.get_computed_blocks(empty), std::logic_error);
 }
 
-TEST_CASE("[kv_cache_manager] constructor preconditions", "[kv_cache_manager]") {
+TEST_CASE("KVCacheManager constructor preconditions", "[kv_cache_manager]") {
     CHECK_THROWS_AS(KVCacheManager(11, 0, 100, true, FreeOrder::fresh_head), std::logic_error);
     CHECK_THROWS_AS(KVCacheManager(11, 16, 0, true, FreeOrder::fresh_head), std::logic_error);
     const KVCacheManager m(11, 16, 100, true, FreeOrder::fresh_head);
@@ -637,7 +637,7 @@ TEST_CASE("[kv_cache_manager] constructor preconditions", "[kv_cache_manager]") 
 }
 
 // v0.29-era admission arguments (kv_cache_manager.py copy id 66224502829); derived values.
-TEST_CASE("[kv_cache_manager] full_sequence_must_fit gates on the whole sequence", "[kv_cache_manager]") {
+TEST_CASE("full_sequence_must_fit gates on the whole sequence", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);  // 10 free
     Request r = make_request("r", range(0, 200));  // 13 blocks in full
     AdmissionLimits must_fit;
@@ -659,7 +659,7 @@ TEST_CASE("[kv_cache_manager] full_sequence_must_fit gates on the whole sequence
     CHECK(m2.allocate_slots(b, 16, hit.num_tokens, hit.blocks, 0, 0, false, must_fit) == Ids{6});
 }
 
-TEST_CASE("[kv_cache_manager] reserved_blocks shrinks the chunk check, not the full check", "[kv_cache_manager]") {
+TEST_CASE("reserved_blocks shrinks the chunk check / not the full check", "[kv_cache_manager]") {
     AdmissionLimits limits;
     limits.full_sequence_must_fit = true;
     {
@@ -683,7 +683,7 @@ TEST_CASE("[kv_cache_manager] reserved_blocks shrinks the chunk check, not the f
     }
 }
 
-TEST_CASE("[kv_cache_manager] watermark applies to WAITING/PREEMPTED admissions with something scheduled",
+TEST_CASE("watermark applies to WAITING/PREEMPTED admissions with something scheduled",
           "[kv_cache_manager]") {
     AdmissionLimits limits;
     limits.watermark_blocks = 2;
@@ -705,7 +705,7 @@ TEST_CASE("[kv_cache_manager] watermark applies to WAITING/PREEMPTED admissions 
     }
 }
 
-TEST_CASE("[kv_cache_manager] a tracked request gets no blocks for external tokens (upstream fast path)",
+TEST_CASE("a tracked request gets no blocks for external tokens (upstream fast path)",
           "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
     Request r = make_request("r", range(0, 64));

@@ -26,7 +26,7 @@ std::span<const TokenId> slice(const std::vector<TokenId>& v, std::size_t start,
 
 }  // namespace
 
-TEST_CASE("[request] status names are upstream's", "[request]") {
+TEST_CASE("status names are upstream's", "[request]") {
     CHECK(to_string(RequestStatus::waiting) == "WAITING");
     CHECK(to_string(RequestStatus::waiting_for_remote_kvs) == "WAITING_FOR_REMOTE_KVS");
     CHECK(to_string(RequestStatus::running) == "RUNNING");
@@ -38,7 +38,7 @@ TEST_CASE("[request] status names are upstream's", "[request]") {
     CHECK(to_string(RequestStatus::finished_error) == "FINISHED_ERROR");
 }
 
-TEST_CASE("[request] finished means after PREEMPTED", "[request]") {
+TEST_CASE("finished means after PREEMPTED", "[request]") {
     CHECK_FALSE(is_finished(RequestStatus::waiting));
     CHECK_FALSE(is_finished(RequestStatus::waiting_for_remote_kvs));
     CHECK_FALSE(is_finished(RequestStatus::running));
@@ -50,7 +50,7 @@ TEST_CASE("[request] finished means after PREEMPTED", "[request]") {
     CHECK(is_finished(RequestStatus::finished_error));
 }
 
-TEST_CASE("[request] a new request starts WAITING with nothing computed", "[request]") {
+TEST_CASE("a new request starts WAITING with nothing computed", "[request]") {
     const Request r = make_request("a", iota_tokens(0, 5), 4);
     CHECK(r.status == RequestStatus::waiting);
     CHECK(r.num_computed_tokens == 0);
@@ -63,7 +63,7 @@ TEST_CASE("[request] a new request starts WAITING with nothing computed", "[requ
     CHECK(r.max_tokens() == 16);
 }
 
-TEST_CASE("[request] block hashes chain over full blocks only", "[request]") {
+TEST_CASE("block hashes chain over full blocks only", "[request]") {
     const std::vector<TokenId> prompt = iota_tokens(100, 110);  // 2 full blocks of 4 + 2 tokens
     const Request r = make_request("a", prompt, 4);
     REQUIRE(r.block_hashes().size() == 2);
@@ -74,14 +74,14 @@ TEST_CASE("[request] block hashes chain over full blocks only", "[request]") {
     CHECK(h0 != h1);
 }
 
-TEST_CASE("[request] block hash boundaries: block_size-1, block_size, block_size+1 tokens", "[request]") {
+TEST_CASE("block hash boundaries: block_size-1 / block_size / block_size+1 tokens", "[request]") {
     CHECK(make_request("a", iota_tokens(0, 15), 16).block_hashes().empty());
     CHECK(make_request("b", iota_tokens(0, 16), 16).block_hashes().size() == 1);
     CHECK(make_request("c", iota_tokens(0, 17), 16).block_hashes().size() == 1);
     CHECK(make_request("d", {}, 16).block_hashes().empty());
 }
 
-TEST_CASE("[request] equal content under a different parent hashes differently", "[request]") {
+TEST_CASE("equal content under a different parent hashes differently", "[request]") {
     // common * 2: block 1 has the same tokens as block 0 but a different parent.
     std::vector<TokenId> prompt(8, 7);
     const Request r = make_request("a", prompt, 4);
@@ -90,7 +90,7 @@ TEST_CASE("[request] equal content under a different parent hashes differently",
     CHECK(r.block_hashes()[1] == hash_block_tokens(r.block_hashes()[0], slice(prompt, 4, 4)));
 }
 
-TEST_CASE("[request] shared prefixes share hashes, divergence changes the rest", "[request]") {
+TEST_CASE("shared prefixes share hashes / divergence changes the rest", "[request]") {
     std::vector<TokenId> a = iota_tokens(0, 12);
     std::vector<TokenId> b = a;
     b[5] = 999;  // inside block 1
@@ -105,7 +105,7 @@ TEST_CASE("[request] shared prefixes share hashes, divergence changes the rest",
     CHECK(ra.block_hashes()[2] != rb.block_hashes()[2]);  // same tokens, different parent
 }
 
-TEST_CASE("[request] append_output_token extends hashes when a block fills", "[request]") {
+TEST_CASE("append_output_token extends hashes when a block fills", "[request]") {
     const std::vector<TokenId> prompt = iota_tokens(0, 6);
     Request r = make_request("a", prompt, 4);
     REQUIRE(r.block_hashes().size() == 1);
@@ -124,7 +124,7 @@ TEST_CASE("[request] append_output_token extends hashes when a block fills", "[r
     CHECK(same.block_hashes() == r.block_hashes());
 }
 
-TEST_CASE("[request] token_at spans prompt then output", "[request]") {
+TEST_CASE("token_at spans prompt then output", "[request]") {
     Request r = make_request("a", {10, 11, 12}, 4);
     r.append_output_token(20);
     CHECK(r.token_at(0) == 10);
@@ -134,7 +134,7 @@ TEST_CASE("[request] token_at spans prompt then output", "[request]") {
     CHECK_THROWS_AS(r.token_at(-1), std::logic_error);
 }
 
-TEST_CASE("[request] constructor preconditions", "[request]") {
+TEST_CASE("Request constructor preconditions", "[request]") {
     CHECK_THROWS_AS(Request("", {1}, 16, 4, 0, {}), std::logic_error);
     CHECK_THROWS_AS(Request("a", {1}, 16, 0, 0, {}), std::logic_error);
     CHECK_THROWS_AS(Request("a", {1}, 0, 4, 0, {}), std::logic_error);
@@ -142,7 +142,7 @@ TEST_CASE("[request] constructor preconditions", "[request]") {
     CHECK_NOTHROW(Request("a", {1}, 1, 1, 0, {}));
 }
 
-TEST_CASE("[request] hash values are pinned (determinism across compilers and runs)", "[request]") {
+TEST_CASE("hash values are pinned (determinism across compilers and runs)", "[request]") {
     // Regression pins: changing the hash changes every digest built on block hashes.
     const std::vector<TokenId> block = {1, 2, 3, 4};
     CHECK(kNoneHash == fnv1a("kvsim/NONE_HASH"));

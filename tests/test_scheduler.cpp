@@ -117,7 +117,7 @@ TEST_CASE("a request finishes at max_tokens and its blocks return to the pool", 
     (void)out1;
 }
 
-TEST_CASE("abort in WAITING, RUNNING and after finishing", "[scheduler][abort]") {
+TEST_CASE("abort in WAITING / RUNNING and after finishing", "[scheduler][abort]") {
     SchedulerHarness h(small_engine(8));
     h.add("r1", 5, 10);
     h.run_step();
@@ -145,7 +145,7 @@ TEST_CASE("abort in WAITING, RUNNING and after finishing", "[scheduler][abort]")
     }
 }
 
-TEST_CASE("async load: park, promote after finished_recving, recompute the last token", "[scheduler][async]") {
+TEST_CASE("async load: park / promote after finished_recving / recompute the last token", "[scheduler][async]") {
     ConnectorSpec spec;
     spec.kind = "stand_in";
     StandInConnectorScheduler connector(spec);

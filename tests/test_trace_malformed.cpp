@@ -74,10 +74,10 @@ TEST_CASE("malformed: keywords and keys", "[trace][malformed]") {
          "@STEP)"},
         {"unknown key", "kvsim-trace 1\nengine block_size=16 num_blocks=64 blocksize=3\n",
          "t.trace:2: engine: unknown key 'blocksize' (keys: block_size, num_blocks, max_batched_tokens, "
-         "max_running, max_model_len, chunked_prefill, prefix_caching, long_prefill_threshold)"},
+         "max_running, max_model_len, chunked_prefill, prefix_caching, long_prefill_threshold, reserve_full_isl)"},
         {"empty key", "kvsim-trace 1\nengine =3 block_size=16 num_blocks=64\n",
          "t.trace:2: engine: unknown key '' (keys: block_size, num_blocks, max_batched_tokens, max_running, "
-         "max_model_len, chunked_prefill, prefix_caching, long_prefill_threshold)"},
+         "max_model_len, chunked_prefill, prefix_caching, long_prefill_threshold, reserve_full_isl)"},
         {"positional as key", kHead + "segment name=s len=3\n", "t.trace:3: segment.name: missing required argument"},
         {"duplicate key", "kvsim-trace 1\nengine block_size=16 num_blocks=64 block_size=32\n",
          "t.trace:2: engine.block_size: duplicate key"},
@@ -87,10 +87,12 @@ TEST_CASE("malformed: keywords and keys", "[trace][malformed]") {
          "t.trace:2: engine.num_blocks: missing required key"},
         {"missing max_tokens", kHead + "segment s len=8\n@0 arrive r1 prompt=s\n",
          "t.trace:4: event.max_tokens: missing required key"},
-        {"missing role", kHead + "connector stand_in load_delay=3\n", "t.trace:3: connector.role: missing required key"},
+        {"missing role", kHead + "connector stand_in load_delay=3\n",
+         "t.trace:3: connector.role: missing required key"},
         {"unknown connector kind", kHead + "connector mooncake role=kv_both\n",
          "t.trace:3: connector.kind: expected one of stand_in, got 'mooncake'"},
-        {"empty value", "kvsim-trace 1\nengine block_size= num_blocks=64\n", "t.trace:2: engine.block_size: empty value"},
+        {"empty value", "kvsim-trace 1\nengine block_size= num_blocks=64\n",
+         "t.trace:2: engine.block_size: empty value"},
     });
 }
 
@@ -148,7 +150,8 @@ TEST_CASE("malformed: segments and prompts", "[trace][malformed]") {
          "t.trace:3: segment.tokens: element 2: expected a decimal integer, got ''"},
         {"token out of range", kHead + "segment s tokens=1,2147483648\n",
          "t.trace:3: segment.tokens: element 2: value 2147483648 above maximum 2147483647"},
-        {"segment too long", kHead + "segment s len=65537\n", "t.trace:3: segment.len: value 65537 above maximum 65536"},
+        {"segment too long", kHead + "segment s len=65537\n",
+         "t.trace:3: segment.len: value 65537 above maximum 65536"},
         {"prompt too long",
          "kvsim-trace 1\nengine block_size=4 num_blocks=8 max_model_len=8\nsegment s len=8\n"
          "@0 arrive r1 prompt=s max_tokens=1\n",
@@ -204,7 +207,7 @@ TEST_CASE("malformed: variants and expectations", "[trace][malformed]") {
     });
 }
 
-TEST_CASE("malformed: long lines, control bytes and binary garbage", "[trace][malformed]") {
+TEST_CASE("malformed: long lines / control bytes and binary garbage", "[trace][malformed]") {
     check_cases({
         {"long line", kHead + "# " + std::string(4998, 'x') + "\n",
          "t.trace:3: line: 5000 bytes, more than the maximum 4096"},

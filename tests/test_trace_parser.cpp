@@ -106,7 +106,7 @@ TEST_CASE("parse: omitted keys take the struct defaults", "[trace][parser]") {
     CHECK(u.run == RunConfig{});
 }
 
-TEST_CASE("parse: comments, blank lines, tabs, CRLF, any line order", "[trace][parser]") {
+TEST_CASE("parse: comments / blank lines / tabs / CRLF / any line order", "[trace][parser]") {
     // '#' starts a comment only at the start of a line or after whitespace; glued to a token
     // it is part of the token.
     CHECK_THROWS_WITH(parse_trace("kvsim-trace 1#x\n", "t.trace"),
@@ -221,11 +221,11 @@ TEST_CASE("sim/trace/README.md carries the current format_help() text", "[trace]
     CHECK(readme.find(format_help()) != std::string::npos);
 }
 
-TEST_CASE("the printer writes every key the tables declare, in table order", "[trace][printer]") {
+TEST_CASE("the printer writes every key the tables declare / in table order", "[trace][printer]") {
     const Trace t = parse_trace(kFull, "t.trace");
     CHECK(format_line(t.engine) ==
           "engine block_size=32 num_blocks=128 max_batched_tokens=1024 max_running=8 max_model_len=1024 "
-          "chunked_prefill=off prefix_caching=off long_prefill_threshold=64");
+          "chunked_prefill=off prefix_caching=off long_prefill_threshold=64 reserve_full_isl=on");
     CHECK(format_line(RunConfig{}) == "run seed=1 max_steps=1000");
     CHECK(format_line(t.run) == "run seed=42 max_steps=500 variant=v0.29.0");
     CHECK(format_line(t.connectors[1]) == "connector stand_in role=kv_both load_delay=1");

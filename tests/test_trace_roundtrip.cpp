@@ -76,7 +76,7 @@ TEST_CASE("round trip: a hand-written trace prints in canonical form", "[trace][
     CHECK(print_trace(t) ==
           "kvsim-trace 1\n"
           "engine block_size=8 num_blocks=10 max_batched_tokens=2048 max_running=16 max_model_len=4096 "
-          "chunked_prefill=on prefix_caching=off long_prefill_threshold=0\n"
+          "chunked_prefill=on prefix_caching=off long_prefill_threshold=0 reserve_full_isl=on\n"
           "run seed=1 max_steps=1000\n"
           "connector stand_in role=kv_producer load_delay=0\n"
           "segment a tokens=3,2,1\n"
@@ -112,7 +112,8 @@ Trace random_trace(Prng& rng) {
             s.tokens = generated_segment_tokens(s.name, static_cast<int>(rng.between(1, 40)));
         } else {
             s.generated = false;
-            for (auto n = rng.between(1, 10); n > 0; --n) s.tokens.push_back(static_cast<std::int32_t>(rng.below(1u << 31)));
+            for (auto n = rng.between(1, 10); n > 0; --n)
+                s.tokens.push_back(static_cast<std::int32_t>(rng.below(1u << 31)));
         }
         t.segments.push_back(std::move(s));
     }
@@ -125,7 +126,8 @@ Trace random_trace(Prng& rng) {
     for (auto n = rng.below(20); n > 0; --n) {
         step += static_cast<int>(rng.below(5));
         if (arrivals > 0 && rng.chance(1, 4)) {
-            t.events.push_back({step, AbortEvent{"r" + std::to_string(rng.below(static_cast<std::uint64_t>(arrivals)))}, 0});
+            const auto victim = rng.below(static_cast<std::uint64_t>(arrivals));
+            t.events.push_back({step, AbortEvent{"r" + std::to_string(victim)}, 0});
             continue;
         }
         ArriveEvent a;

@@ -69,7 +69,8 @@ Command add_run_command(CLI::App& app) {
         } else if (!opts->quiet) {
             std::cout << result.log;
         }
-        std::cout << verdict_line(result, opts->trace_path, variant_name) << "\n";
+        std::cout << verdict_line(result, opts->trace_path, variant_name, expectation_note(trace, result, variant_name))
+                  << "\n";
         return result.internal_error ? exit_code::kInternalError : exit_code::of(result.verdict);
     };
 }

@@ -98,7 +98,8 @@ private:
         if (lines_.header == 0) return header(tokens);
         if (keyword == kTraceMagic) fail("header", fmt::format("second header line (first on line {})", lines_.header));
         if (keyword == engine_schema().keyword) {
-            if (lines_.engine != 0) fail("engine", fmt::format("duplicate engine line (first on line {})", lines_.engine));
+            if (lines_.engine != 0)
+                fail("engine", fmt::format("duplicate engine line (first on line {})", lines_.engine));
             lines_.engine = line_;
             trace_.engine = parse_line(engine_schema(), args);
         } else if (keyword == run_schema().keyword) {
@@ -231,7 +232,8 @@ private:
             }
             if (group.front() != spec.name) continue;  // each group is checked once, at its first key
             if (group_given.empty())
-                fail(field_of(schema.field_prefix, spec), fmt::format("one of {} is required", join_names(group, ", ")));
+                fail(field_of(schema.field_prefix, spec),
+                     fmt::format("one of {} is required", join_names(group, ", ")));
             if (group_given.size() > 1)
                 fail(field_of(schema.field_prefix, schema.rows[group_given[1]].spec),
                      fmt::format("only one of {} may be given", join_names(group, ", ")));
@@ -279,7 +281,8 @@ private:
 
     void counts() const {
         if (t_.connectors.size() > kMaxConnectors)
-            fail(line_at(&TraceLines::connectors, kMaxConnectors), "connector", limit_message(kMaxConnectors, "connector"));
+            fail(line_at(&TraceLines::connectors, kMaxConnectors), "connector",
+                 limit_message(kMaxConnectors, "connector"));
         const auto max_segments = static_cast<std::size_t>(limits::kMaxSegments);
         if (t_.segments.size() > max_segments)
             fail(line_at(&TraceLines::segments, max_segments), "segment", limit_message(max_segments, "segment"));
@@ -295,7 +298,8 @@ private:
     void rows(const LineSchema<T>& schema, const T& object, int line) const {
         for (const Row<T>& row : schema.rows) {
             if (row.present && !row.present(object)) continue;
-            if (auto bad = check_value(row.spec, row.get(object))) fail(line, field_of(schema.field_prefix, row.spec), *bad);
+            if (auto bad = check_value(row.spec, row.get(object)))
+                fail(line, field_of(schema.field_prefix, row.spec), *bad);
         }
     }
 
@@ -356,7 +360,8 @@ private:
                 fail(e.line, "event.step", fmt::format("step {} is before step {} of the previous event (line {})",
                                                        e.step, previous->step, previous->line));
             if (e.step >= t_.run.max_steps)
-                fail(e.line, "event.step", fmt::format("step {} is not below run.max_steps {}", e.step, t_.run.max_steps));
+                fail(e.line, "event.step",
+                     fmt::format("step {} is not below run.max_steps {}", e.step, t_.run.max_steps));
             if (const auto* arrive = std::get_if<ArriveEvent>(&e.body)) {
                 rows(arrive_schema(), *arrive, e.line);
                 const auto [it, fresh] = arrived.emplace(arrive->request_id, e.line);

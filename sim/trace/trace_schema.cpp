@@ -85,6 +85,8 @@ constexpr Row<EngineConfig> kEngineRows[] = {
         .help = "reuse cached full blocks with equal token prefixes"}),
     bind<&EngineConfig::long_prefill_threshold>({.name = "long_prefill_threshold", .type = VT::integer,
         .min = 0, .max = limits::kMaxModelLen, .help = "cap on one request's prefill tokens per step; 0 = off"}),
+    bind<&EngineConfig::reserve_full_isl>({.name = "reserve_full_isl", .type = VT::boolean,
+        .help = "scheduler_reserve_full_isl: admit only when the whole sequence fits"}),
 };
 
 constexpr Row<RunConfig> kRunRows[] = {

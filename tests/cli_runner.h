@@ -1,0 +1,51 @@
+#pragma once
+// Runs the built kvsim binary and captures its exit code, stdout and stderr.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace kvsim::testing {
+
+struct CliResult {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+inline std::filesystem::path scratch_dir() {
+    auto dir = std::filesystem::temp_directory_path() / ("kvsim-tests-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    return dir;
+}
+
+inline std::string write_scratch(const std::string& name, const std::string& text) {
+    const auto path = scratch_dir() / name;
+    std::ofstream(path, std::ios::binary) << text;
+    return path.string();
+}
+
+inline std::string slurp(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+inline CliResult run_kvsim(const std::string& args) {
+    const auto dir = scratch_dir();
+    const auto out = dir / "stdout.txt";
+    const auto err = dir / "stderr.txt";
+    const std::string command = std::string(KVSIM_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+    const int status = std::system(command.c_str());
+    CliResult result;
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.out = slurp(out);
+    result.err = slurp(err);
+    return result;
+}
+
+}  // namespace kvsim::testing
