@@ -70,8 +70,8 @@ TEST_CASE("malformed: header", "[trace][malformed]") {
 TEST_CASE("malformed: keywords and keys", "[trace][malformed]") {
     check_cases({
         {"unknown keyword", kHead + "frobnicate x=1\n",
-         "t.trace:3: keyword: unknown keyword 'frobnicate' (expected engine, run, connector, segment, expect or "
-         "@STEP)"},
+         "t.trace:3: keyword: unknown keyword 'frobnicate' (expected engine, run, connector, workers, segment, "
+         "store, expect or @STEP)"},
         {"unknown key", "kvsim-trace 1\nengine block_size=16 num_blocks=64 blocksize=3\n",
          "t.trace:2: engine: unknown key 'blocksize' (keys: block_size, num_blocks, max_batched_tokens, "
          "max_running, max_model_len, chunked_prefill, prefix_caching, long_prefill_threshold, reserve_full_isl)"},
@@ -90,7 +90,7 @@ TEST_CASE("malformed: keywords and keys", "[trace][malformed]") {
         {"missing role", kHead + "connector stand_in load_delay=3\n",
          "t.trace:3: connector.role: missing required key"},
         {"unknown connector kind", kHead + "connector mooncake role=kv_both\n",
-         "t.trace:3: connector.kind: expected one of stand_in, got 'mooncake'"},
+         "t.trace:3: connector.kind: expected one of stand_in, p2p, store, got 'mooncake'"},
         {"empty value", "kvsim-trace 1\nengine block_size= num_blocks=64\n",
          "t.trace:2: engine.block_size: empty value"},
     });
@@ -175,9 +175,10 @@ TEST_CASE("malformed: events", "[trace][malformed]") {
         {"no step", kHead + "@ arrive r1\n", "t.trace:3: event.step: missing step number after '@'"},
         {"step out of range", kHead + "@1000000 abort r1\n",
          "t.trace:3: event.step: value 1000000 above maximum 999999"},
-        {"no event kind", kHead + "@1\n", "t.trace:3: event: missing event kind after '@1' (kinds: arrive, abort)"},
+        {"no event kind", kHead + "@1\n",
+         "t.trace:3: event: missing event kind after '@1' (kinds: arrive, abort, fault)"},
         {"unknown event kind", kHead + "@1 launch r1\n",
-         "t.trace:3: event: unknown event kind 'launch' (kinds: arrive, abort)"},
+         "t.trace:3: event: unknown event kind 'launch' (kinds: arrive, abort, fault)"},
         {"max_tokens zero", kHead + "segment s len=8\n@0 arrive r1 prompt=s max_tokens=0\n",
          "t.trace:4: event.max_tokens: value 0 below minimum 1"},
         {"bad remote_prefill", kHead + "segment s len=8\n@0 arrive r1 prompt=s max_tokens=1 remote_prefill=true\n",
@@ -185,6 +186,163 @@ TEST_CASE("malformed: events", "[trace][malformed]") {
         {"abort without id", kBody + "@1 abort\n", "t.trace:5: event.id: missing required argument"},
         {"abort with two ids", kBody + "@1 abort r1 r2\n", "t.trace:5: event: unexpected argument 'r2'"},
     });
+}
+
+// Traces with a store and a p2p connector; the cases append lines 7 and on.
+const std::string kStoreHead = kHead +
+                               "connector p2p role=kv_both\n"    // 3
+                               "connector store role=kv_both\n"  // 4
+                               "workers ranks=2\n"               // 5
+                               "segment s len=8\n";              // 6
+const std::string kStoreBody = kStoreHead + "@0 arrive r1 prompt=s max_tokens=2\n";  // 7
+
+TEST_CASE("malformed: connector kinds and their keys", "[trace][malformed]") {
+    REQUIRE(error_of(kStoreBody).empty());
+    check_cases({
+        {"store key on stand_in", kHead + "connector stand_in role=kv_both save_decode_cache=on\n",
+         "t.trace:3: connector.save_decode_cache: applies to connector kind store only"},
+        {"stand_in key on store", kHead + "connector store role=kv_both load_delay=2\n",
+         "t.trace:3: connector.load_delay: applies to connector kind stand_in only"},
+        {"store key on p2p", kHead + "connector p2p role=kv_both load_async=off\n",
+         "t.trace:3: connector.load_async: applies to connector kind store only"},
+        {"other-kind key checked before its value", kHead + "connector p2p role=kv_both lookup_async=maybe\n",
+         "t.trace:3: connector.lookup_async: applies to connector kind store only"},
+        {"unknown connector key", kHead + "connector store role=kv_both async=on\n",
+         "t.trace:3: connector: unknown key 'async' (keys: role, load_async, lookup_async, enable_lookup, "
+         "save_decode_cache)"},
+        {"unknown fault key", kStoreBody + "@1 fault load_fail request=r1 when=3\n",
+         "t.trace:8: event: unknown key 'when' (keys: request)"},
+        {"bad store bool", kHead + "connector store role=kv_both enable_lookup=yes\n",
+         "t.trace:3: connector.enable_lookup: expected on or off, got 'yes'"},
+        {"two p2p connectors", kHead + "connector p2p role=kv_both\nconnector store role=kv_both\n"
+                                       "connector p2p role=kv_consumer\n",
+         "t.trace:5: connector.kind: second connector of kind p2p (first on line 3)"},
+        {"two stand_in connectors", kHead + "connector stand_in role=kv_both\nconnector stand_in role=kv_both\n",
+         "t.trace:4: connector.kind: second connector of kind stand_in (first on line 3)"},
+        {"stand_in after p2p", kHead + "connector p2p role=kv_both\nconnector stand_in role=kv_consumer\n",
+         "t.trace:4: connector.kind: stand_in cannot be combined with other connectors (lines 3 and 4); "
+         "MultiConnector children are p2p or store"},
+        {"store after stand_in", kHead + "connector stand_in role=kv_consumer\nconnector store role=kv_both\n",
+         "t.trace:4: connector.kind: stand_in cannot be combined with other connectors (lines 3 and 4); "
+         "MultiConnector children are p2p or store"},
+    });
+    CHECK(error_of(kHead + "connector store role=kv_both\nconnector p2p role=kv_both\n").empty());
+}
+
+TEST_CASE("malformed: workers", "[trace][malformed]") {
+    check_cases({
+        {"duplicate workers", kHead + "workers ranks=2\nworkers\n",
+         "t.trace:4: workers: duplicate workers line (first on line 3)"},
+        {"zero ranks", kHead + "workers ranks=0\n", "t.trace:3: workers.ranks: value 0 below minimum 1"},
+        {"too many ranks", kHead + "workers ranks=65\n", "t.trace:3: workers.ranks: value 65 above maximum 64"},
+        {"delay too big", kHead + "workers load_delay_max=10001\n",
+         "t.trace:3: workers.load_delay_max: value 10001 above maximum 10000"},
+        {"store delay max below min", kHead + "workers store_delay_min=5 store_delay_max=4\n",
+         "t.trace:3: workers.store_delay_max: value 4 below store_delay_min 5"},
+        {"load delay max below default min", kHead + "workers load_delay_max=0\n",
+         "t.trace:3: workers.load_delay_max: value 0 below load_delay_min 1"},
+        {"unknown workers key", kHead + "workers tp=2\n",
+         "t.trace:3: workers: unknown key 'tp' (keys: ranks, store_delay_min, store_delay_max, load_delay_min, "
+         "load_delay_max, pull_delay)"},
+    });
+    CHECK(error_of(kHead + "workers store_delay_min=0 store_delay_max=0 load_delay_min=3 load_delay_max=3\n").empty());
+}
+
+TEST_CASE("malformed: store lines", "[trace][malformed]") {
+    check_cases({
+        {"store without a store connector", kHead + "connector p2p role=kv_both\nsegment s len=8\nstore prefix=s\n",
+         "t.trace:5: store: store lines need a connector of kind store"},
+        {"store unknown segment", kStoreHead + "store prefix=s+nope\n",
+         "t.trace:7: store.prefix: unknown segment 'nope'"},
+        {"store without prefix", kStoreHead + "store\n", "t.trace:7: store.prefix: missing required key"},
+        {"store prefix too long",
+         "kvsim-trace 1\nengine block_size=4 num_blocks=8 max_model_len=8\nconnector store role=kv_both\n"
+         "segment s len=5\nstore prefix=s+s\n",
+         "t.trace:5: store.prefix: prefix of 10 tokens, outside 1..max_model_len = 1..8"},
+    });
+    CHECK(error_of("kvsim-trace 1\nengine block_size=4 num_blocks=8 max_model_len=8\nconnector store role=kv_both\n"
+                   "segment s len=4\nstore prefix=s+s\n")
+              .empty());  // a store prefix may fill max_model_len
+}
+
+TEST_CASE("malformed: remote_prefill / remote_decode", "[trace][malformed]") {
+    check_cases({
+        {"both remote flags", kStoreHead + "@0 arrive r1 prompt=s max_tokens=2 remote_prefill=on remote_decode=on\n",
+         "t.trace:7: event.remote_decode: remote_prefill and remote_decode cannot both be on"},
+        {"remote_prefill without a connector", kBody + "@1 arrive r2 prompt=s max_tokens=2 remote_prefill=on\n",
+         "t.trace:5: event.remote_prefill: remote_prefill=on needs a connector of kind p2p or stand_in"},
+        {"remote_prefill with store only",
+         kHead + "connector store role=kv_both\nsegment s len=8\n@0 arrive r1 prompt=s max_tokens=2 "
+                 "remote_prefill=on\n",
+         "t.trace:5: event.remote_prefill: remote_prefill=on needs a connector of kind p2p or stand_in"},
+        {"remote_decode with stand_in",
+         kHead + "connector stand_in role=kv_both\nsegment s len=8\n@0 arrive r1 prompt=s max_tokens=2 "
+                 "remote_decode=on\n",
+         "t.trace:5: event.remote_decode: remote_decode=on needs a p2p connector with role kv_producer or kv_both"},
+        {"remote_decode with a consumer p2p",
+         kHead + "connector p2p role=kv_consumer\nsegment s len=8\n@0 arrive r1 prompt=s max_tokens=2 "
+                 "remote_decode=on\n",
+         "t.trace:5: event.remote_decode: remote_decode=on needs a p2p connector with role kv_producer or kv_both"},
+        {"bad remote_decode", kStoreHead + "@0 arrive r1 prompt=s max_tokens=2 remote_decode=1\n",
+         "t.trace:7: event.remote_decode: expected on or off, got '1'"},
+    });
+    CHECK(error_of(kHead + "connector p2p role=kv_producer\nsegment s len=8\n@0 arrive r1 prompt=s max_tokens=2 "
+                           "remote_decode=on\n")
+              .empty());
+}
+
+TEST_CASE("malformed: faults", "[trace][malformed]") {
+    check_cases({
+        {"fault without kind", kStoreBody + "@1 fault\n", "t.trace:8: event.kind: missing required argument"},
+        {"unknown fault kind", kStoreBody + "@1 fault crash\n",
+         "t.trace:8: event.kind: expected one of store_delay, store_fail, load_fail, lookup_pending, got 'crash'"},
+        {"store_delay without steps", kStoreBody + "@1 fault store_delay rank=0\n",
+         "t.trace:8: event.steps: missing required key"},
+        {"store_delay without rank", kStoreBody + "@1 fault store_delay steps=2\n",
+         "t.trace:8: event.rank: missing required key"},
+        {"store_fail with steps", kStoreBody + "@1 fault store_fail rank=0 steps=2\n",
+         "t.trace:8: event.steps: applies to fault kinds store_delay, lookup_pending only"},
+        {"load_fail with rank", kStoreBody + "@1 fault load_fail request=r1 rank=0\n",
+         "t.trace:8: event.rank: applies to fault kinds store_delay, store_fail only"},
+        {"store_delay with request", kStoreBody + "@1 fault store_delay rank=0 steps=1 request=r1\n",
+         "t.trace:8: event.request: applies to fault kinds load_fail, lookup_pending only"},
+        {"load_fail without request", kStoreBody + "@1 fault load_fail\n",
+         "t.trace:8: event.request: missing required key"},
+        {"lookup_pending without steps", kStoreBody + "@1 fault lookup_pending request=r1\n",
+         "t.trace:8: event.steps: missing required key"},
+        {"fault steps zero", kStoreBody + "@1 fault lookup_pending request=r1 steps=0\n",
+         "t.trace:8: event.steps: value 0 below minimum 1"},
+        {"fault steps too big", kStoreBody + "@1 fault store_delay rank=0 steps=10001\n",
+         "t.trace:8: event.steps: value 10001 above maximum 10000"},
+        {"rank not below workers.ranks", kStoreBody + "@1 fault store_fail rank=2\n",
+         "t.trace:8: event.rank: rank 2 is not below workers.ranks 2"},
+        {"rank above the format maximum", kStoreBody + "@1 fault store_fail rank=64\n",
+         "t.trace:8: event.rank: value 64 above maximum 63"},
+        {"rank with default workers", kHead + "connector store role=kv_both\n@0 fault store_fail rank=1\n",
+         "t.trace:4: event.rank: rank 1 is not below workers.ranks 1"},
+        {"fault on unknown request", kStoreBody + "@1 fault load_fail request=r9\n",
+         "t.trace:8: event.request: fault on request 'r9', which does not arrive on an earlier line"},
+        {"fault before its arrive", kStoreHead + "@0 fault lookup_pending request=r1 steps=1\n"
+                                                 "@0 arrive r1 prompt=s max_tokens=2\n",
+         "t.trace:7: event.request: fault on request 'r1', which does not arrive on an earlier line"},
+        {"store_delay without a store connector",
+         kHead + "connector p2p role=kv_both\n@0 fault store_delay rank=0 steps=1\n",
+         "t.trace:4: event.kind: fault store_delay needs a connector of kind store"},
+        {"store_fail with stand_in", kHead + "connector stand_in role=kv_both\n@0 fault store_fail rank=0\n",
+         "t.trace:4: event.kind: fault store_fail needs a connector of kind store"},
+        {"lookup_pending without a store connector",
+         kHead + "connector p2p role=kv_both\nsegment s len=8\n@0 arrive r1 prompt=s max_tokens=2\n"
+                 "@1 fault lookup_pending request=r1 steps=3\n",
+         "t.trace:6: event.kind: fault lookup_pending needs a connector of kind store"},
+        {"load_fail without a connector", kBody + "@1 fault load_fail request=r1\n",
+         "t.trace:5: event.kind: fault load_fail needs a connector of kind p2p, store or stand_in"},
+        {"fault step order", kStoreBody + "@1 fault store_fail rank=0\n@0 fault store_fail rank=1\n",
+         "t.trace:9: event.step: step 0 is before step 1 of the previous event (line 8)"},
+    });
+    for (const char* connector : {"stand_in", "p2p", "store"})
+        CHECK(error_of(kHead + "connector " + connector + " role=kv_both\nsegment s len=8\n"
+                       "@0 arrive r1 prompt=s max_tokens=2\n@1 fault load_fail request=r1\n")
+                  .empty());
 }
 
 TEST_CASE("malformed: variants and expectations", "[trace][malformed]") {
@@ -222,8 +380,8 @@ TEST_CASE("malformed: long lines / control bytes and binary garbage", "[trace][m
         {"high bytes", "\xff\xfe\xfd garbage\n",
          "t.trace:1: header: expected 'kvsim-trace 1' as the first line, got '\\xff\\xfe\\xfd'"},
         {"high bytes as keyword", kHead + "\xc3\xa9vent x\n",
-         "t.trace:3: keyword: unknown keyword '\\xc3\\xa9vent' (expected engine, run, connector, segment, expect "
-         "or @STEP)"},
+         "t.trace:3: keyword: unknown keyword '\\xc3\\xa9vent' (expected engine, run, connector, workers, "
+         "segment, store, expect or @STEP)"},
     });
     CHECK(error_of(kHead + "# " + std::string(4094, 'x') + "\r\n").empty());  // 4096 bytes + CR is fine
 }
@@ -253,13 +411,20 @@ void check_survives(const std::string& text) {
 
 TEST_CASE("malformed: random bytes and mutations never escape as anything but InputError",
           "[trace][malformed][fuzz]") {
-    const std::string seed_text =
+    const std::string seed_texts[] = {
         "kvsim-trace 1\nengine block_size=4 num_blocks=16 max_model_len=64 chunked_prefill=off\n"
         "run seed=7 max_steps=100 variant=v0.29.0\nconnector stand_in role=kv_both load_delay=3\n"
         "segment a len=5\nsegment b tokens=1,2,3\nexpect v0.30.0 pass\n"
-        "@0 arrive r1 prompt=a+b max_tokens=3 remote_prefill=on\n@2 abort r1\n@2 arrive r2 prompt=b max_tokens=1\n";
-    REQUIRE(error_of(seed_text).empty());
-    const std::string alphabet = "kvsim-trace 1engine=_,+@#\t\r\n\0\xff" "0123456789 abortarrivesegmentlen"s;
+        "@0 arrive r1 prompt=a+b max_tokens=3 remote_prefill=on\n@2 abort r1\n@2 arrive r2 prompt=b max_tokens=1\n",
+        "kvsim-trace 1\nengine block_size=4 num_blocks=16 max_model_len=64\nrun max_steps=100\n"
+        "connector p2p role=kv_both\nconnector store role=kv_both lookup_async=on save_decode_cache=on\n"
+        "workers ranks=3 store_delay_min=1 store_delay_max=4 pull_delay=2\nsegment a len=5\nstore prefix=a+a\n"
+        "@0 arrive r1 prompt=a max_tokens=3 remote_decode=on\n@1 fault store_delay rank=2 steps=3\n"
+        "@1 fault lookup_pending request=r1 steps=2\n@2 fault load_fail request=r1\n@2 fault store_fail rank=1\n",
+    };
+    for (const std::string& seed_text : seed_texts) REQUIRE(error_of(seed_text).empty());
+    const std::string alphabet =
+        "kvsim-trace 1engine=_,+@#\t\r\n\0\xff" "0123456789 abortarrivesegmentlenfaultstorep2pworkersrank"s;
     Prng rng(12345);
     int parsed = 0;
     for (int round = 0; round < 3000; ++round) {
@@ -268,7 +433,7 @@ TEST_CASE("malformed: random bytes and mutations never escape as anything but In
             const auto n = rng.below(200);
             for (std::uint64_t i = 0; i < n; ++i) text += static_cast<char>(rng.below(256));
         } else {
-            text = seed_text;
+            text = seed_texts[rng.below(2)];
             const auto edits = 1 + rng.below(4);
             for (std::uint64_t e = 0; e < edits; ++e) {
                 const auto pos = rng.below(text.size() + 1);

@@ -6,6 +6,7 @@
 #include "sim/trace/trace_printer.h"
 #include "sim/trace/trace_schema.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -19,7 +20,6 @@ const char* const kFull = R"(kvsim-trace 1                 # header
 engine block_size=32 num_blocks=128 max_batched_tokens=1024 max_running=8 max_model_len=1024 chunked_prefill=off prefix_caching=off long_prefill_threshold=64
 run seed=42 max_steps=500 variant=v0.29.0
 connector stand_in role=kv_consumer load_delay=2
-connector stand_in role=kv_both
 segment sys len=48
 segment q1 tokens=5,6,7
 expect v0.29.0 crash signature=crash:missing_current_block_table
@@ -27,6 +27,26 @@ expect v0.30.0 pass
 @0 arrive r1 prompt=sys+q1 max_tokens=4 remote_prefill=on
 @3 abort r1
 @3 arrive r2 prompt=q1 max_tokens=1
+@4 fault load_fail request=r2
+)";
+
+// The disaggregated / store side: p2p and store connectors, workers, store lines, faults.
+const char* const kStoreTrace = R"(kvsim-trace 1
+engine block_size=16 num_blocks=64
+run max_steps=100
+connector p2p role=kv_both
+connector store role=kv_both load_async=off lookup_async=on enable_lookup=off save_decode_cache=on
+workers ranks=4 store_delay_min=2 store_delay_max=5 load_delay_min=0 load_delay_max=3 pull_delay=7
+segment sys len=32
+segment q1 tokens=5,6,7
+store prefix=sys
+store prefix=sys+q1+sys
+@0 arrive r1 prompt=sys+q1 max_tokens=4 remote_decode=on
+@0 arrive r2 prompt=sys max_tokens=2 remote_prefill=on remote_decode=off
+@1 fault store_delay rank=3 steps=10
+@1 fault store_fail rank=0
+@2 fault load_fail request=r2
+@2 fault lookup_pending steps=4 request=r1
 )";
 
 TEST_CASE("parse: every value lands in its field", "[trace][parser]") {
@@ -44,12 +64,12 @@ TEST_CASE("parse: every value lands in its field", "[trace][parser]") {
     CHECK(t.run.max_steps == 500);
     CHECK(t.run.variant == "v0.29.0");
 
-    REQUIRE(t.connectors.size() == 2);
+    REQUIRE(t.connectors.size() == 1);
     CHECK(t.connectors[0].kind == "stand_in");
     CHECK(t.connectors[0].role == KvRole::kv_consumer);
     CHECK(t.connectors[0].load_delay == 2);
-    CHECK(t.connectors[1].role == KvRole::kv_both);
-    CHECK(t.connectors[1].load_delay == 1);
+    CHECK(t.workers == WorkerConfig{});
+    CHECK(t.store.empty());
 
     REQUIRE(t.segments.size() == 2);
     CHECK(t.segments[0].name == "sys");
@@ -67,18 +87,24 @@ TEST_CASE("parse: every value lands in its field", "[trace][parser]") {
     CHECK(t.expectations[1].verdict == Verdict::pass);
     CHECK(t.expectations[1].signature.empty());
 
-    REQUIRE(t.events.size() == 3);
+    REQUIRE(t.events.size() == 4);
     CHECK(t.events[0].step == 0);
-    CHECK(t.events[0].line == 11);
+    CHECK(t.events[0].line == 10);
     const auto& a = std::get<ArriveEvent>(t.events[0].body);
     CHECK(a.request_id == "r1");
     CHECK(a.prompt == std::vector<std::string>{"sys", "q1"});
     CHECK(a.max_tokens == 4);
     CHECK(a.remote_prefill);
+    CHECK_FALSE(a.remote_decode);
     CHECK(t.events[1].step == 3);
-    CHECK(t.events[1].line == 12);
+    CHECK(t.events[1].line == 11);
     CHECK(std::get<AbortEvent>(t.events[1].body).request_id == "r1");
     CHECK_FALSE(std::get<ArriveEvent>(t.events[2].body).remote_prefill);
+    const auto& f = std::get<FaultEvent>(t.events[3].body);
+    CHECK(f.kind == FaultKind::load_fail);
+    CHECK(f.request_id == "r2");
+    CHECK(f.rank == 0);
+    CHECK(f.steps == 0);
 
     const auto prompt = t.prompt_tokens(a);
     REQUIRE(prompt.size() == 51);
@@ -87,6 +113,65 @@ TEST_CASE("parse: every value lands in its field", "[trace][parser]") {
     CHECK(prompt[50] == 7);
     CHECK(t.find_segment("q1") == &t.segments[1]);
     CHECK(t.find_segment("nope") == nullptr);
+    CHECK(t.concat_segments({"q1", "q1"}) == std::vector<std::int32_t>{5, 6, 7, 5, 6, 7});
+    CHECK(t.concat_segments(a.prompt) == prompt);
+    CHECK(t.concat_segments({}).empty());
+}
+
+TEST_CASE("parse: connectors of each kind, workers, store lines and faults land", "[trace][parser]") {
+    const Trace t = parse_trace(kStoreTrace, "t.trace");
+    REQUIRE(t.connectors.size() == 2);
+    CHECK(t.connectors[0].kind == "p2p");
+    CHECK(t.connectors[0].role == KvRole::kv_both);
+    CHECK(t.connectors[0] == ConnectorSpec{.kind = "p2p", .role = KvRole::kv_both});  // the rest at defaults
+    const ConnectorSpec& store = t.connectors[1];
+    CHECK(store.kind == "store");
+    CHECK(store.role == KvRole::kv_both);
+    CHECK(store.load_delay == 1);
+    CHECK_FALSE(store.load_async);
+    CHECK(store.lookup_async);
+    CHECK_FALSE(store.enable_lookup);
+    CHECK(store.save_decode_cache);
+
+    CHECK(t.workers.ranks == 4);
+    CHECK(t.workers.store_delay_min == 2);
+    CHECK(t.workers.store_delay_max == 5);
+    CHECK(t.workers.load_delay_min == 0);
+    CHECK(t.workers.load_delay_max == 3);
+    CHECK(t.workers.pull_delay == 7);
+
+    REQUIRE(t.store.size() == 2);
+    CHECK(t.store[0].prefix == std::vector<std::string>{"sys"});
+    CHECK(t.store[1].prefix == std::vector<std::string>{"sys", "q1", "sys"});
+    CHECK(t.concat_segments(t.store[1].prefix).size() == 67);
+
+    REQUIRE(t.events.size() == 6);
+    const auto& r1 = std::get<ArriveEvent>(t.events[0].body);
+    CHECK(r1.remote_decode);
+    CHECK_FALSE(r1.remote_prefill);
+    const auto& r2 = std::get<ArriveEvent>(t.events[1].body);
+    CHECK(r2.remote_prefill);
+    CHECK_FALSE(r2.remote_decode);
+    // (request_id has no default member initializer: gcc's -Wmissing-field-initializers wants it named)
+    CHECK(std::get<FaultEvent>(t.events[2].body) ==
+          FaultEvent{.kind = FaultKind::store_delay, .rank = 3, .steps = 10, .request_id = {}});
+    CHECK(std::get<FaultEvent>(t.events[3].body) ==
+          FaultEvent{.kind = FaultKind::store_fail, .rank = 0, .request_id = {}});
+    CHECK(std::get<FaultEvent>(t.events[4].body) ==
+          FaultEvent{.kind = FaultKind::load_fail, .request_id = "r2"});
+    CHECK(std::get<FaultEvent>(t.events[5].body) ==
+          FaultEvent{.kind = FaultKind::lookup_pending, .steps = 4, .request_id = "r1"});
+    CHECK(t.events[5].step == 2);
+    CHECK(t.events[5].line == 16);
+
+    // The store keys default as trace.h says; a store connector alone is valid.
+    const Trace d = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=9\nconnector store role=kv_consumer\n",
+                                "t.trace");
+    CHECK(d.connectors.at(0).load_async);
+    CHECK_FALSE(d.connectors.at(0).lookup_async);
+    CHECK(d.connectors.at(0).enable_lookup);
+    CHECK_FALSE(d.connectors.at(0).save_decode_cache);
+    CHECK(d.workers == WorkerConfig{});
 }
 
 TEST_CASE("parse: omitted keys take the struct defaults", "[trace][parser]") {
@@ -98,6 +183,8 @@ TEST_CASE("parse: omitted keys take the struct defaults", "[trace][parser]") {
     CHECK(t.run == RunConfig{});
     CHECK(t.run.variant.empty());
     CHECK(t.connectors.empty());
+    CHECK(t.workers == WorkerConfig{});
+    CHECK(t.store.empty());
     CHECK(t.segments.empty());
     CHECK(t.expectations.empty());
     CHECK(t.events.empty());
@@ -143,13 +230,32 @@ TEST_CASE("parse: boundary values are accepted", "[trace][parser]") {
         "connector stand_in role=kv_producer load_delay=10000\n"
         "segment t tokens=0,2147483647\n"
         "segment u len=1\n"
-        "@0 arrive a.b-c_D prompt=u max_tokens=1\n",
+        "@0 arrive a.b-c_D prompt=u max_tokens=1\n"
+        "@0 fault load_fail request=a.b-c_D\n",
         "t.trace");
     CHECK(t.engine.block_size == 1024);
     CHECK(t.run.seed == 18446744073709551615ULL);
     CHECK(t.connectors[0].load_delay == 10000);
     CHECK(t.segments[0].tokens == std::vector<std::int32_t>{0, 2147483647});
     CHECK(std::get<ArriveEvent>(t.events[0].body).request_id == "a.b-c_D");
+
+    // max_model_len=2: a store prefix may fill the whole model length, a prompt one token less.
+    const Trace s = parse_trace(
+        "kvsim-trace 1\n"
+        "engine block_size=1 num_blocks=2 max_model_len=2\n"
+        "connector store role=kv_both\n"
+        "workers ranks=64 store_delay_min=10000 store_delay_max=10000 load_delay_min=0 load_delay_max=0 "
+        "pull_delay=10000\n"
+        "segment u len=2\n"
+        "store prefix=u\n"
+        "@0 fault store_delay rank=63 steps=10000\n"
+        "@0 fault store_delay rank=0 steps=1\n",
+        "t.trace");
+    CHECK(s.workers.ranks == 64);
+    CHECK(s.workers.store_delay_min == 10000);
+    CHECK(s.workers.load_delay_max == 0);
+    CHECK(std::get<FaultEvent>(s.events[0].body).rank == 63);
+    CHECK(std::get<FaultEvent>(s.events[0].body).steps == 10000);
 }
 
 TEST_CASE("generated segment tokens derive from the name only", "[trace]") {
@@ -175,8 +281,21 @@ TEST_CASE("roles and verdicts: to_string and parse agree with the schema choices
         CHECK(parse_role(to_string(r)) == r);
     for (Verdict v : {Verdict::pass, Verdict::violation, Verdict::crash, Verdict::liveness, Verdict::nondeterminism})
         CHECK(parse_verdict(to_string(v)) == v);
+    for (FaultKind k : {FaultKind::store_delay, FaultKind::store_fail, FaultKind::load_fail, FaultKind::lookup_pending})
+        CHECK(parse_fault_kind(to_string(k)) == k);
     CHECK_FALSE(parse_role("kv_nothing").has_value());
     CHECK_FALSE(parse_verdict("PASS").has_value());
+    CHECK_FALSE(parse_fault_kind("store").has_value());
+    CHECK(to_string(static_cast<FaultKind>(9)) == "?");
+
+    const auto& fault_kind = fault_schema().rows[0].spec;
+    REQUIRE(fault_kind.name == "kind");
+    CHECK(fault_kind.choices.size() == 4);
+    for (auto c : fault_kind.choices) CHECK(parse_fault_kind(c).has_value());
+    const auto& connector_kind = connector_schema().rows[0].spec;
+    REQUIRE(connector_kind.name == "kind");
+    CHECK(std::vector<std::string_view>(connector_kind.choices.begin(), connector_kind.choices.end()) ==
+          std::vector<std::string_view>{kConnectorStandIn, kConnectorP2p, kConnectorStore});
 
     const auto& role = connector_schema().rows[1].spec;
     REQUIRE(role.name == "role");
@@ -208,9 +327,51 @@ TEST_CASE("format_help documents every key of every table", "[trace][schema]") {
     check_help_lists(help, expect_schema());
     check_help_lists(help, arrive_schema());
     check_help_lists(help, abort_schema());
+    check_help_lists(help, fault_schema());
+    check_help_lists(help, workers_schema());
+    check_help_lists(help, store_schema());
     CHECK(help.find("kvsim-trace 1") != std::string::npos);
     CHECK(help.find("block_size=N                 required; 1..1024") != std::string::npos);
     CHECK(help.find("max_batched_tokens=N         default 2048") != std::string::npos);
+    CHECK(help.find("save_decode_cache=on|off     store only: default off.") != std::string::npos);
+    CHECK(help.find("load_delay=N                 stand_in only: default 1; 0..10000.") != std::string::npos);
+    CHECK(help.find("rank=N                       store_delay, store_fail only: required; 0..63.") !=
+          std::string::npos);
+    CHECK(help.find("store_delay_max=N            default 1; 0..10000; >= store_delay_min.") != std::string::npos);
+    CHECK(help.find("@STEP fault KIND KEY=VALUE...") != std::string::npos);
+}
+
+TEST_CASE("the kinds of a line select its keys", "[trace][schema]") {
+    // Every kinds list names real kinds of its line, so no key is dead.
+    const auto check = [](const auto& schema) {
+        const auto& kind_spec = schema.rows[0].spec;
+        REQUIRE(kind_spec.name == schema.kind_key);
+        REQUIRE(kind_spec.positional);
+        for (const auto& row : schema.rows)
+            for (std::string_view k : row.spec.kinds) {
+                INFO(schema.keyword << "." << row.spec.name << " kind " << k);
+                CHECK(std::find(kind_spec.choices.begin(), kind_spec.choices.end(), k) != kind_spec.choices.end());
+            }
+    };
+    check(connector_schema());
+    check(fault_schema());
+    CHECK(engine_schema().kind_key.empty());
+
+    ConnectorSpec store{.kind = "store"};
+    ConnectorSpec stand_in{.kind = "stand_in"};
+    std::vector<std::string_view> store_keys;
+    std::vector<std::string_view> stand_in_keys;
+    for (const auto& row : connector_schema().rows) {
+        if (row_applies(connector_schema(), row, store)) store_keys.push_back(row.spec.name);
+        if (row_applies(connector_schema(), row, stand_in)) stand_in_keys.push_back(row.spec.name);
+    }
+    CHECK(store_keys == std::vector<std::string_view>{"kind", "role", "load_async", "lookup_async", "enable_lookup",
+                                                      "save_decode_cache"});
+    CHECK(stand_in_keys == std::vector<std::string_view>{"kind", "role", "load_delay"});
+    CHECK(line_kind(connector_schema(), store) == "store");
+    CHECK(line_kind(fault_schema(), FaultEvent{.kind = FaultKind::lookup_pending, .request_id = {}}) ==
+          "lookup_pending");
+    CHECK(line_kind(engine_schema(), EngineConfig{}).empty());
 }
 
 TEST_CASE("sim/trace/README.md carries the current format_help() text", "[trace][schema][docs]") {
@@ -228,7 +389,7 @@ TEST_CASE("the printer writes every key the tables declare / in table order", "[
           "chunked_prefill=off prefix_caching=off long_prefill_threshold=64 reserve_full_isl=on");
     CHECK(format_line(RunConfig{}) == "run seed=1 max_steps=1000");
     CHECK(format_line(t.run) == "run seed=42 max_steps=500 variant=v0.29.0");
-    CHECK(format_line(t.connectors[1]) == "connector stand_in role=kv_both load_delay=1");
+    CHECK(format_line(t.connectors[0]) == "connector stand_in role=kv_consumer load_delay=2");
     CHECK(format_line(t.segments[0]) == "segment sys len=48");
     CHECK(format_line(t.segments[1]) == "segment q1 tokens=5,6,7");
     CHECK(format_line(t.expectations[0]) == "expect v0.29.0 crash signature=crash:missing_current_block_table");
@@ -236,7 +397,47 @@ TEST_CASE("the printer writes every key the tables declare / in table order", "[
     CHECK(format_line(t.events[0]) == "@0 arrive r1 prompt=sys+q1 max_tokens=4 remote_prefill=on");
     CHECK(format_line(t.events[1]) == "@3 abort r1");
     CHECK(format_line(t.events[2]) == "@3 arrive r2 prompt=q1 max_tokens=1");
+    CHECK(format_line(t.events[3]) == "@4 fault load_fail request=r2");
     CHECK(print_trace(t).rfind("kvsim-trace 1\nengine ", 0) == 0);
+    // Only a stand_in connector and default workers: no workers line.
+    CHECK(print_trace(t).find("\nworkers") == std::string::npos);
+
+    // Each connector line prints the keys of its kind only.
+    CHECK(format_line(ConnectorSpec{.kind = "p2p", .role = KvRole::kv_producer}) == "connector p2p role=kv_producer");
+    CHECK(format_line(ConnectorSpec{.kind = "store"}) ==
+          "connector store role=kv_consumer load_async=on lookup_async=off enable_lookup=on save_decode_cache=off");
+
+    const Trace s = parse_trace(kStoreTrace, "t.trace");
+    CHECK(print_trace(s) ==
+          "kvsim-trace 1\n"
+          "engine block_size=16 num_blocks=64 max_batched_tokens=2048 max_running=16 max_model_len=4096 "
+          "chunked_prefill=on prefix_caching=on long_prefill_threshold=0 reserve_full_isl=on\n"
+          "run seed=1 max_steps=100\n"
+          "connector p2p role=kv_both\n"
+          "connector store role=kv_both load_async=off lookup_async=on enable_lookup=off save_decode_cache=on\n"
+          "workers ranks=4 store_delay_min=2 store_delay_max=5 load_delay_min=0 load_delay_max=3 pull_delay=7\n"
+          "segment sys len=32\n"
+          "segment q1 tokens=5,6,7\n"
+          "store prefix=sys\n"
+          "store prefix=sys+q1+sys\n"
+          "@0 arrive r1 prompt=sys+q1 max_tokens=4 remote_decode=on\n"
+          "@0 arrive r2 prompt=sys max_tokens=2 remote_prefill=on\n"
+          "@1 fault store_delay rank=3 steps=10\n"
+          "@1 fault store_fail rank=0\n"
+          "@2 fault load_fail request=r2\n"
+          "@2 fault lookup_pending steps=4 request=r1\n");
+
+    // The workers line: always with a p2p or store connector, otherwise only when not default.
+    Trace w = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=9\nconnector p2p role=kv_both\n", "t.trace");
+    CHECK(prints_workers(w));
+    CHECK(print_trace(w).find("\nworkers ranks=1 store_delay_min=1 store_delay_max=1 load_delay_min=1 "
+                              "load_delay_max=1 pull_delay=1\n") != std::string::npos);
+    w.connectors.clear();
+    CHECK_FALSE(prints_workers(w));
+    w.workers.pull_delay = 3;
+    CHECK(prints_workers(w));
+    CHECK(print_trace(w).find("\nworkers ranks=1") != std::string::npos);
+    CHECK(parse_trace(print_trace(w), "t.trace") == w);
 }
 
 Trace small_trace() {
@@ -244,7 +445,7 @@ Trace small_trace() {
     t.engine.block_size = 4;
     t.engine.num_blocks = 16;
     t.segments.push_back({"s", generated_segment_tokens("s", 6), true});
-    t.events.push_back({0, ArriveEvent{"r1", {"s"}, 2, false}, 0});
+    t.events.push_back({0, ArriveEvent{.request_id = "r1", .prompt = {"s"}, .max_tokens = 2}, 0});
     return t;
 }
 
@@ -289,6 +490,55 @@ TEST_CASE("validate_trace: in-memory traces get the parser's rules", "[trace][va
     std::get<ArriveEvent>(t.events[0].body).prompt.assign(70, std::string(60, 'x'));
     t.engine.max_model_len = 1000;
     CHECK(validation_error(t) == "<trace>:0: event: printed line is 4302 bytes, more than the maximum 4096");
+
+    // Keys of another kind must keep their defaults: the printer would drop them.
+    t = small_trace();
+    t.connectors.push_back({.kind = "stand_in", .save_decode_cache = true});
+    CHECK(validation_error(t) == "<trace>:0: connector.save_decode_cache: applies to connector kind store only");
+    t.connectors[0] = {.kind = "store", .load_delay = 5};
+    CHECK(validation_error(t) == "<trace>:0: connector.load_delay: applies to connector kind stand_in only");
+    t.connectors[0] = {.kind = "p2p", .load_async = false};
+    CHECK(validation_error(t) == "<trace>:0: connector.load_async: applies to connector kind store only");
+    t.connectors[0] = {.kind = "p2p"};
+    CHECK(validation_error(t).empty());
+    t.connectors.push_back({.kind = "store"});
+    CHECK(validation_error(t).empty());
+    t.connectors.push_back({.kind = "p2p"});
+    CHECK(validation_error(t) == "<trace>:0: connector.kind: second connector of kind p2p (first on line 0)");
+
+    t = small_trace();
+    t.connectors.push_back({.kind = "store"});
+    t.events.push_back({1, FaultEvent{.kind = FaultKind::store_fail, .rank = 0, .steps = 2, .request_id = {}}, 0});
+    CHECK(validation_error(t) == "<trace>:0: event.steps: applies to fault kinds store_delay, lookup_pending only");
+    t.events[1].body = FaultEvent{.kind = FaultKind::load_fail, .rank = 1, .request_id = "r1"};
+    CHECK(validation_error(t) == "<trace>:0: event.rank: applies to fault kinds store_delay, store_fail only");
+    t.events[1].body = FaultEvent{.kind = FaultKind::lookup_pending, .steps = 0, .request_id = "r1"};
+    CHECK(validation_error(t) == "<trace>:0: event.steps: value 0 below minimum 1");
+    t.events[1].body = FaultEvent{.kind = FaultKind::lookup_pending, .steps = 1, .request_id = {}};
+    CHECK(validation_error(t) ==
+          "<trace>:0: event.request: expected a name of 1 to 64 characters from [A-Za-z0-9_.-], got ''");
+    t.events[1].body = FaultEvent{.kind = static_cast<FaultKind>(9), .request_id = {}};
+    CHECK(validation_error(t) ==
+          "<trace>:0: event.kind: expected one of store_delay, store_fail, load_fail, lookup_pending, got '?'");
+    t.events[1].body = FaultEvent{.kind = FaultKind::store_delay, .rank = 1, .steps = 1, .request_id = {}};
+    CHECK(validation_error(t) == "<trace>:0: event.rank: rank 1 is not below workers.ranks 1");
+    t.workers.ranks = 2;
+    CHECK(validation_error(t).empty());
+
+    t = small_trace();
+    t.workers.load_delay_min = 4;
+    t.workers.load_delay_max = 3;
+    CHECK(validation_error(t) == "<trace>:0: workers.load_delay_max: value 3 below load_delay_min 4");
+    t.workers.load_delay_min = -1;
+    CHECK(validation_error(t) == "<trace>:0: workers.load_delay_min: value -1 below minimum 0");
+
+    t = small_trace();
+    t.store.push_back({{"s"}});
+    CHECK(validation_error(t) == "<trace>:0: store: store lines need a connector of kind store");
+    t.connectors.push_back({.kind = "store"});
+    CHECK(validation_error(t).empty());
+    t.store.push_back({{}});
+    CHECK(validation_error(t) == "<trace>:0: store.prefix: empty list");
 
     t = small_trace();
     t.version = 2;

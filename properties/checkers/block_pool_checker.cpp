@@ -24,6 +24,9 @@ void BlockPoolChecker::check(const Engine& engine, std::vector<Violation>& out) 
         }
     }
 
+    if (const KVConnectorScheduler* connector = engine.connector())
+        for (BlockId id : connector->pinned_blocks()) ++holders[id];
+
     const auto free_ids = queue.to_vector();
     if (free_ids.size() != pool.num_free_blocks())
         out.push_back({"free_queue_size", "", {},
@@ -43,7 +46,7 @@ void BlockPoolChecker::check(const Engine& engine, std::vector<Violation>& out) 
         }
         if (block.ref_cnt != expected)
             out.push_back({"ref_count_mismatch", "", {id},
-                           fmt::format("ref_cnt {} but {} holder(s)", block.ref_cnt, expected)});
+                           fmt::format("ref_cnt {} but {} holder(s) (block tables and store-job pins)", block.ref_cnt, expected)});
         const bool in_queue = queue.contains(id);
         if ((block.ref_cnt == 0) != in_queue)
             out.push_back({"free_queue_mismatch", "", {id},

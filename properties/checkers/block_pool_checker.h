@@ -3,7 +3,7 @@
 
 namespace kvsim {
 
-// Ref counts equal the number of holders; ref 0 <=> in the free queue; no negative
+// Ref counts equal the number of holders (block-table entries plus connector pins); ref 0 <=> in the free queue; no negative
 // count (double free); the null block is never freed, hashed or handed out; the
 // prefix-cache map only names blocks carrying that hash.
 class BlockPoolChecker : public Checker {

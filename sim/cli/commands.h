@@ -12,5 +12,6 @@ using Command = std::function<int()>;
 Command add_run_command(CLI::App& app);
 Command add_variants_command(CLI::App& app);
 Command add_format_command(CLI::App& app);
+Command add_matrix_command(CLI::App& app);
 
 }  // namespace kvsim::cli

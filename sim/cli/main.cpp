@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
     commands["run"] = kvsim::cli::add_run_command(app);
     commands["variants"] = kvsim::cli::add_variants_command(app);
     commands["format"] = kvsim::cli::add_format_command(app);
+    commands["matrix"] = kvsim::cli::add_matrix_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

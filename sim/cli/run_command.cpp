@@ -49,12 +49,6 @@ Command add_run_command(CLI::App& app) {
             std::cerr << "kvsim: --variant: " << error << "\n";
             return exit_code::kUsage;
         }
-        if (trace.connectors.size() > 1) {
-            std::cerr << fmt::format("kvsim: {}: connector: a MultiConnector stack is not modelled yet\n",
-                                     opts->trace_path);
-            return exit_code::kInputError;
-        }
-
         RunOptions run_options;
         run_options.check_determinism = opts->check_determinism;
         const RunResult result = run_trace(trace, *variant, run_options);

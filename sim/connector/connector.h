@@ -1,6 +1,8 @@
 #pragma once
 // Scheduler and worker sides of a KV connector.
 // vllm/distributed/kv_transfer/kv_connector/v1/base.py KVConnectorBase_V1 @ 003df2961dd8830c317a61f9745ccd557da9fa06
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -50,8 +52,13 @@ struct KVConnectorOutput {
     std::set<std::string> finished_sending;
     std::set<std::string> finished_recving;
     std::set<BlockId> invalid_block_ids;
+    // MooncakeStoreWorkerMetadata.completed_saves: store_job_id -> rank reports this step (summed over ranks)
+    std::map<std::int64_t, int> completed_store_jobs;
 
-    bool empty() const { return finished_sending.empty() && finished_recving.empty() && invalid_block_ids.empty(); }
+    bool empty() const {
+        return finished_sending.empty() && finished_recving.empty() && invalid_block_ids.empty() &&
+               completed_store_jobs.empty();
+    }
 };
 
 class KVConnectorScheduler {
@@ -74,6 +81,8 @@ public:
     virtual bool has_pending_push_work() const { return false; }
     // KVConnectorBase_V1.bind_gpu_block_pool
     virtual void bind_gpu_block_pool(BlockPool* /*pool*/) {}
+    // Blocks this connector holds a ref on (store-job pins), once per ref; for the checkers.
+    virtual std::vector<BlockId> pinned_blocks() const { return {}; }
 };
 
 // The worker side, one object for all ranks. It sees the scheduler output of the

@@ -152,12 +152,19 @@ bool Scheduler::try_promote_blocked_waiting_request(Request& req) {
     return true;
 }
 
-// Scheduler._update_waiting_for_remote_kv @ copy 66053724462 (success branch; failed
-// receives arrive with the worker fault model)
+// Scheduler._update_waiting_for_remote_kv @ copy 66053724462
 void Scheduler::update_waiting_for_remote_kv(Request& req) {
     model_check(connector_ != nullptr, "remote KV wait without a connector");
-    kv_cache_manager_.cache_blocks(req, req.num_computed_tokens);
-    if (req.num_computed_tokens == req.num_tokens()) req.num_computed_tokens = req.num_tokens() - 1;
+    if (failed_recving_kv_req_ids_.erase(req.id()) > 0) {
+        // The load failed: keep the valid prefix (already rewound), or start over.
+        if (req.num_computed_tokens > 0)
+            kv_cache_manager_.cache_blocks(req, req.num_computed_tokens);
+        else
+            kv_cache_manager_.free(req);
+    } else {
+        kv_cache_manager_.cache_blocks(req, req.num_computed_tokens);
+        if (req.num_computed_tokens == req.num_tokens()) req.num_computed_tokens = req.num_tokens() - 1;
+    }
     finished_recving_kv_req_ids_.erase(req.id());
 }
 
@@ -360,10 +367,54 @@ bool Scheduler::check_stop(Request& req) const {
     return false;
 }
 
+// Scheduler._update_requests_with_invalid_blocks @ copy 66053724462 (one group)
+bool Scheduler::rewind_for_invalid_blocks(Request& req, const std::set<BlockId>& invalid, int num_scheduled,
+                                          std::set<BlockId>& marked) {
+    const auto table = kv_cache_manager_.get_block_ids(req.id());
+    const int base = req.num_computed_tokens - num_scheduled;
+    const auto computed_blocks = static_cast<std::size_t>(cdiv(base, config_.block_size));
+    bool affected = false;
+    std::optional<int> rewind;
+    for (std::size_t i = 0; i < std::min(computed_blocks, table.size()); ++i) {
+        if (!invalid.contains(table[i])) continue;
+        affected = true;
+        if (!marked.insert(table[i]).second) continue;  // another request already owns this failure
+        const int pos = static_cast<int>(i) * config_.block_size;
+        if (!rewind || pos < *rewind) rewind = pos;
+    }
+    if (!affected) return false;
+    req.num_computed_tokens = rewind ? *rewind : base;
+    log_.emitf("invalid", "{} computed={} (load failed)", req.id(), req.num_computed_tokens);
+    return true;
+}
+
+// Scheduler._handle_invalid_blocks @ copy 66053724462, kv_load_failure_policy "recompute"
+std::set<std::string> Scheduler::handle_invalid_blocks(const std::set<BlockId>& invalid,
+                                                       const OrderedMap<int>& num_scheduled) {
+    std::set<BlockId> marked_async;
+    for (const auto& id : skipped_waiting_) {
+        Request& req = request(id);
+        if (req.status == RequestStatus::waiting_for_remote_kvs && rewind_for_invalid_blocks(req, invalid, 0, marked_async))
+            failed_recving_kv_req_ids_.insert(id);
+    }
+    std::set<std::string> failed_sync;
+    std::set<BlockId> marked_sync;
+    for (const auto& [id, n] : num_scheduled) {
+        auto* slot = requests_.find(id);
+        if (slot == nullptr || is_finished((*slot)->status)) continue;
+        if (rewind_for_invalid_blocks(**slot, invalid, n, marked_sync)) failed_sync.insert(id);
+    }
+    return failed_sync;
+}
+
 void Scheduler::update_from_output(const SchedulerOutput& out, const ModelRunnerOutput& runner_output) {
+    std::set<std::string> failed_sync;
+    if (runner_output.kv_connector_output && !runner_output.kv_connector_output->invalid_block_ids.empty())
+        failed_sync = handle_invalid_blocks(runner_output.kv_connector_output->invalid_block_ids, out.num_scheduled_tokens);
     std::set<std::string> stopped_running;
     std::set<std::string> stopped_preempted;
     for (const auto& [id, n] : out.num_scheduled_tokens) {
+        if (failed_sync.contains(id)) continue;  // recomputed next step
         auto* slot = requests_.find(id);
         if (slot == nullptr || is_finished((*slot)->status)) continue;  // aborted while executing
         Request& req = **slot;
@@ -486,6 +537,7 @@ std::vector<std::string> Scheduler::finish_requests(const std::vector<std::strin
         if (req->status == RequestStatus::waiting_for_remote_kvs) {
             delay = !finished_recving_kv_req_ids_.contains(req->id());
             finished_recving_kv_req_ids_.erase(req->id());
+            failed_recving_kv_req_ids_.erase(req->id());
         }
         log_.emitf("abort", "{} from {}", req->id(), to_string(req->status));
         req->status = status;

@@ -67,6 +67,9 @@ private:
     void free_request(Request& request, bool delay_free_blocks);
     void free_blocks(Request& request);
     void update_from_kv_xfer_finished(const KVConnectorOutput& output);
+    std::set<std::string> handle_invalid_blocks(const std::set<BlockId>& invalid, const OrderedMap<int>& num_scheduled);
+    bool rewind_for_invalid_blocks(Request& request, const std::set<BlockId>& invalid, int num_scheduled,
+                                   std::set<BlockId>& marked);
 
     Request& request(const std::string& id);
     std::deque<std::string>& select_waiting_queue();
@@ -85,6 +88,7 @@ private:
     std::set<std::string> finished_req_ids_;
     std::set<std::string> reset_preempted_req_ids_;
     std::set<std::string> finished_recving_kv_req_ids_;
+    std::set<std::string> failed_recving_kv_req_ids_;
     std::set<std::string> inflight_prefills_;
 };
 

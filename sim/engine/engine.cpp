@@ -1,5 +1,7 @@
 #include "sim/engine/engine.h"
 
+#include <span>
+
 #include "sim/common/stable_hash.h"
 
 namespace kvsim {
@@ -10,8 +12,40 @@ TokenId sampled_token(const std::string& request_id, int position) {
 }
 
 Engine::Engine(const Trace& trace, const Variant& variant)
-    : trace_(trace), variant_(variant), connectors_(make_connector_stack(trace, variant)) {
+    : trace_(trace), variant_(variant), prng_(trace.run.seed) {
+    env_.config = trace.workers;
+    env_.prng = &prng_;
+    env_.faults = &faults_;
+    env_.log = &log_;
+    seed_store();
+    ConnectorContext context;
+    context.trace = &trace_;
+    context.variant = &variant_;
+    context.store = &store_;
+    context.faults = &faults_;
+    context.worker_env = &env_;
+    context.log = &log_;
+    connectors_ = make_connector_stack(context);
     scheduler_ = std::make_unique<Scheduler>(trace.engine, variant_, connectors_.scheduler.get(), log_);
+}
+
+// The prefill side wrote these prompts' full blocks to the store before the run.
+void Engine::seed_store() {
+    const int bs = trace_.engine.block_size;
+    for (const auto& entry : trace_.store) {
+        const auto tokens = trace_.concat_segments(entry.prefix);
+        BlockHash parent = kNoneHash;
+        for (std::size_t start = 0; start + static_cast<std::size_t>(bs) <= tokens.size(); start += static_cast<std::size_t>(bs)) {
+            parent = hash_block_tokens(parent, std::span<const TokenId>(tokens).subspan(start, static_cast<std::size_t>(bs)));
+            store_.put(parent);
+        }
+    }
+}
+
+bool Engine::faults_settled() const {
+    for (std::size_t i = next_event_; i < trace_.events.size(); ++i)
+        if (std::holds_alternative<FaultEvent>(trace_.events[i].body)) return false;
+    return !faults_.active();
 }
 
 void Engine::apply_events(int step) {
@@ -20,11 +54,16 @@ void Engine::apply_events(int step) {
         if (const auto* arrive = std::get_if<ArriveEvent>(&event.body)) {
             KvTransferParams params;
             params.do_remote_prefill = arrive->remote_prefill;
+            params.do_remote_decode = arrive->remote_decode;
             scheduler_->add_request(std::make_unique<Request>(arrive->request_id, trace_.prompt_tokens(*arrive),
                                                               arrive->max_tokens, trace_.engine.block_size, step,
                                                               params));
         } else if (const auto* abort = std::get_if<AbortEvent>(&event.body)) {
             scheduler_->finish_requests({abort->request_id}, RequestStatus::finished_aborted);
+        } else if (const auto* fault = std::get_if<FaultEvent>(&event.body)) {
+            log_.emitf("fault", "{} rank={} steps={} request={}", to_string(fault->kind), fault->rank, fault->steps,
+                       fault->request_id.empty() ? "-" : fault->request_id);
+            faults_.apply(*fault);
         }
     }
 }
@@ -55,6 +94,7 @@ ModelRunnerOutput Engine::execute_model(int step, const SchedulerOutput& output)
 void Engine::run_step(int step) {
     last_step_ = step;
     log_.set_step(step);
+    faults_.set_step(step);
     apply_events(step);
     const SchedulerOutput output = scheduler_->schedule(step);
     const ModelRunnerOutput runner_output = execute_model(step, output);

@@ -5,17 +5,24 @@
 #include <memory>
 #include <vector>
 
+#include "sim/common/prng.h"
 #include "sim/connector/connector_factory.h"
+#include "sim/connector/mooncake_store/kv_store.h"
 #include "sim/core/scheduler.h"
 #include "sim/engine/event_log.h"
 #include "sim/trace/trace.h"
 #include "sim/variant/variant.h"
+#include "sim/worker/fault_schedule.h"
+#include "sim/worker/worker_env.h"
 
 namespace kvsim {
 
 class Engine {
 public:
     Engine(const Trace& trace, const Variant& variant);
+
+    // Judges every worker block access as it happens (null: nobody watches).
+    void set_observer(WorkerObserver* observer) { env_.observer = observer; }
 
     // Runs step `step`: applies its events, then one schedule/execute/update round.
     // Throws UpstreamAssertion when the modelled engine dies.
@@ -26,12 +33,15 @@ public:
     bool events_exhausted() const { return next_event_ >= trace_.events.size(); }
     // Step of the next unapplied event (precondition: !events_exhausted()).
     int next_event_step() const { return trace_.events[next_event_].step; }
+    // Every fault has fired and none is still in effect: the liveness phase.
+    bool faults_settled() const;
 
     const Trace& trace() const { return trace_; }
     const Variant& variant() const { return variant_; }
     const Scheduler& scheduler() const { return *scheduler_; }
     const KVConnectorScheduler* connector() const { return connectors_.scheduler.get(); }
     const KVConnectorWorker* connector_worker() const { return connectors_.worker.get(); }
+    const KvStore& kv_store() const { return store_; }
     EventLog& log() { return log_; }
     const EventLog& log() const { return log_; }
     int last_step() const { return last_step_; }
@@ -39,10 +49,15 @@ public:
 private:
     void apply_events(int step);
     ModelRunnerOutput execute_model(int step, const SchedulerOutput& output);
+    void seed_store();
 
     const Trace& trace_;
     Variant variant_;
     EventLog log_;
+    Prng prng_;
+    FaultSchedule faults_;
+    KvStore store_;
+    WorkerEnv env_;
     ConnectorStack connectors_;
     std::unique_ptr<Scheduler> scheduler_;
     std::size_t next_event_ = 0;

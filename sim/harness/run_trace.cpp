@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "properties/checkers/checker.h"
+#include "properties/checkers/worker_access_checker.h"
 #include "sim/common/upstream_assertion.h"
 #include "sim/engine/engine.h"
 
@@ -27,6 +28,8 @@ int count_unfinished(const Engine& engine) {
 RunResult run_once(const Trace& trace, const Variant& variant) {
     RunResult result;
     Engine engine(trace, variant);
+    WorkerAccessChecker access_checker(engine.scheduler());
+    engine.set_observer(&access_checker);
     const auto checkers = make_core_checkers();
     const int max_steps = trace.run.max_steps;
 
@@ -57,7 +60,7 @@ RunResult run_once(const Trace& trace, const Variant& variant) {
             result.steps = step + 1;
             break;
         }
-        std::vector<Violation> violations;
+        std::vector<Violation> violations = access_checker.take_violations();
         for (const auto& checker : checkers) checker->check(engine, violations);
         if (!violations.empty()) {
             for (const auto& v : violations) engine.log().emitf("violation", "{}", describe(v));

@@ -11,13 +11,17 @@ const Segment* Trace::find_segment(std::string_view name) const {
     return nullptr;
 }
 
-std::vector<std::int32_t> Trace::prompt_tokens(const ArriveEvent& arrive) const {
+std::vector<std::int32_t> Trace::concat_segments(const std::vector<std::string>& names) const {
     std::vector<std::int32_t> out;
-    for (const std::string& name : arrive.prompt) {
+    for (const std::string& name : names) {
         // A validated trace names only defined segments; an unknown one contributes nothing.
         if (const Segment* s = find_segment(name)) out.insert(out.end(), s->tokens.begin(), s->tokens.end());
     }
     return out;
+}
+
+std::vector<std::int32_t> Trace::prompt_tokens(const ArriveEvent& arrive) const {
+    return concat_segments(arrive.prompt);
 }
 
 std::string_view to_string(KvRole role) {
@@ -38,6 +42,22 @@ std::string_view to_string(Verdict verdict) {
         case Verdict::nondeterminism: return "nondeterminism";
     }
     return "?";
+}
+
+std::string_view to_string(FaultKind kind) {
+    switch (kind) {
+        case FaultKind::store_delay: return "store_delay";
+        case FaultKind::store_fail: return "store_fail";
+        case FaultKind::load_fail: return "load_fail";
+        case FaultKind::lookup_pending: return "lookup_pending";
+    }
+    return "?";
+}
+
+std::optional<FaultKind> parse_fault_kind(std::string_view text) {
+    for (FaultKind k : {FaultKind::store_delay, FaultKind::store_fail, FaultKind::load_fail, FaultKind::lookup_pending})
+        if (to_string(k) == text) return k;
+    return std::nullopt;
 }
 
 std::optional<KvRole> parse_role(std::string_view text) {

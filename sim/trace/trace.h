@@ -49,12 +49,39 @@ struct RunConfig {
 enum class KvRole { kv_consumer, kv_producer, kv_both };
 
 // One connector line. Several lines form a MultiConnector, children in file order.
+// kind: stand_in | p2p (MooncakeConnector) | store (MooncakeStoreConnector).
 struct ConnectorSpec {
-    std::string kind;  // "stand_in" for now (connector issue adds p2p, store)
+    std::string kind;
     KvRole role = KvRole::kv_consumer;
-    int load_delay = 1;  // stand_in: steps from load start to finished_recving
+    int load_delay = 1;  // stand_in only: steps from load start to finished_recving
+    // store only: MooncakeStoreConnector kv_connector_extra_config
+    bool load_async = true;
+    bool lookup_async = false;
+    bool enable_lookup = true;
+    bool save_decode_cache = false;
 
     bool operator==(const ConnectorSpec&) const = default;
+};
+
+// The worker side: tensor-parallel ranks and the delay ranges completions draw from
+// (the run's PRNG picks each delay uniformly in [min, max]).
+struct WorkerConfig {
+    int ranks = 1;
+    int store_delay_min = 1;  // steps from a store job's start to one rank's report
+    int store_delay_max = 1;
+    int load_delay_min = 1;   // steps from a load's start to its completion
+    int load_delay_max = 1;
+    int pull_delay = 1;       // p2p kv_producer: steps from a finished request to the decode side's pull
+
+    bool operator==(const WorkerConfig&) const = default;
+};
+
+// The external KV store holds every full block of this token sequence (as written by
+// a prefill engine earlier).
+struct StoreEntry {
+    std::vector<std::string> prefix;  // segment names, concatenated
+
+    bool operator==(const StoreEntry&) const = default;
 };
 
 struct Segment {
@@ -79,7 +106,8 @@ struct ArriveEvent {
     std::string request_id;
     std::vector<std::string> prompt;  // segment names, concatenated in order
     int max_tokens = 1;
-    bool remote_prefill = false;  // kv_transfer_params do_remote_prefill
+    bool remote_prefill = false;  // kv_transfer_params do_remote_prefill (decode side loads the prompt)
+    bool remote_decode = false;   // kv_transfer_params do_remote_decode (prefill side sends on finish)
 
     bool operator==(const ArriveEvent&) const = default;
 };
@@ -90,7 +118,23 @@ struct AbortEvent {
     bool operator==(const AbortEvent&) const = default;
 };
 
-using EventBody = std::variant<ArriveEvent, AbortEvent>;
+enum class FaultKind {
+    store_delay,     // store jobs started on `rank` from now on take `steps` longer
+    store_fail,      // the next store job on `rank` fails: it reports, but writes nothing to the store
+    load_fail,       // the load of `request` fails: its blocks come back invalid
+    lookup_pending,  // the store lookup for `request` stays pending for `steps` steps
+};
+
+struct FaultEvent {
+    FaultKind kind = FaultKind::store_delay;
+    int rank = 0;            // store_delay, store_fail
+    int steps = 0;           // store_delay, lookup_pending
+    std::string request_id = {};  // load_fail, lookup_pending
+
+    bool operator==(const FaultEvent&) const = default;
+};
+
+using EventBody = std::variant<ArriveEvent, AbortEvent, FaultEvent>;
 
 struct Event {
     int step = 0;  // applied before schedule() of that step
@@ -105,6 +149,8 @@ struct Trace {
     EngineConfig engine;
     RunConfig run;
     std::vector<ConnectorSpec> connectors;
+    WorkerConfig workers;
+    std::vector<StoreEntry> store;
     std::vector<Segment> segments;
     std::vector<Expectation> expectations;
     std::vector<Event> events;
@@ -113,10 +159,13 @@ struct Trace {
 
     const Segment* find_segment(std::string_view name) const;
     std::vector<std::int32_t> prompt_tokens(const ArriveEvent& arrive) const;
+    std::vector<std::int32_t> concat_segments(const std::vector<std::string>& names) const;
 };
 
 std::string_view to_string(KvRole role);
 std::string_view to_string(Verdict verdict);
+std::string_view to_string(FaultKind kind);
+std::optional<FaultKind> parse_fault_kind(std::string_view text);
 std::optional<KvRole> parse_role(std::string_view text);
 std::optional<Verdict> parse_verdict(std::string_view text);
 

@@ -108,16 +108,23 @@ private:
             trace_.run = parse_line(run_schema(), args);
         } else if (keyword == connector_schema().keyword) {
             add(trace_.connectors, lines_.connectors, kMaxConnectors, "connector", connector_schema(), args);
+        } else if (keyword == workers_schema().keyword) {
+            if (lines_.workers != 0)
+                fail("workers", fmt::format("duplicate workers line (first on line {})", lines_.workers));
+            lines_.workers = line_;
+            trace_.workers = parse_line(workers_schema(), args);
         } else if (keyword == segment_schema().keyword) {
             add(trace_.segments, lines_.segments, static_cast<std::size_t>(limits::kMaxSegments), "segment",
                 segment_schema(), args);
+        } else if (keyword == store_schema().keyword) {
+            add(trace_.store, lines_.store, kMaxStoreEntries, "store", store_schema(), args);
         } else if (keyword == expect_schema().keyword) {
             add(trace_.expectations, lines_.expectations, kMaxExpectations, "expect", expect_schema(), args);
         } else if (keyword.front() == '@') {
             event(tokens);
         } else {
-            fail("keyword", fmt::format("unknown keyword {} (expected engine, run, connector, segment, expect or "
-                                        "@STEP)",
+            fail("keyword", fmt::format("unknown keyword {} (expected engine, run, connector, workers, segment, "
+                                        "store, expect or @STEP)",
                                         quote(keyword)));
         }
     }
@@ -165,6 +172,7 @@ private:
         const auto args = tokens.subspan(2);
         if (kind == arrive_schema().keyword) e.body = parse_line(arrive_schema(), args);
         else if (kind == abort_schema().keyword) e.body = parse_line(abort_schema(), args);
+        else if (kind == fault_schema().keyword) e.body = parse_line(fault_schema(), args);
         else
             fail("event", fmt::format("unknown event kind {} (kinds: {})", quote(kind),
                                       join_names(event_kinds(), ", ")));
@@ -200,28 +208,34 @@ private:
             const std::string_view key = args[a].substr(0, eq);
             std::size_t r = 0;
             while (r < schema.rows.size() && (schema.rows[r].spec.positional || schema.rows[r].spec.name != key)) ++r;
-            if (r == schema.rows.size()) fail(schema.field_prefix, unknown_key(schema, key));
-            if (given[r]) fail(field_of(schema.field_prefix, schema.rows[r].spec), "duplicate key");
+            if (r == schema.rows.size()) fail(schema.field_prefix, unknown_key(schema, key, out));
+            const KeySpec& spec = schema.rows[r].spec;
+            // The positional arguments (the kind among them) are parsed already.
+            if (!row_applies(schema, schema.rows[r], out))
+                fail(field_of(schema.field_prefix, spec), kinds_only_message(schema.keyword, spec));
+            if (given[r]) fail(field_of(schema.field_prefix, spec), "duplicate key");
             given[r] = 1;
             assign(schema, schema.rows[r], args[a].substr(eq + 1), out);
         }
-        check_presence(schema, given);
+        check_presence(schema, given, out);
         return out;
     }
 
+    // Lists the keys of the line's kind (the positional arguments are parsed already).
     template <class T>
-    static std::string unknown_key(const LineSchema<T>& schema, std::string_view key) {
+    static std::string unknown_key(const LineSchema<T>& schema, std::string_view key, const T& object) {
         std::vector<std::string_view> keys;
         for (const Row<T>& row : schema.rows)
-            if (!row.spec.positional) keys.push_back(row.spec.name);
+            if (!row.spec.positional && row_applies(schema, row, object)) keys.push_back(row.spec.name);
         return fmt::format("unknown key {} (keys: {})", quote(key), join_names(keys, ", "));
     }
 
     template <class T>
-    void check_presence(const LineSchema<T>& schema, const std::vector<char>& given) const {
+    void check_presence(const LineSchema<T>& schema, const std::vector<char>& given, const T& object) const {
         for (std::size_t r = 0; r < schema.rows.size(); ++r) {
             const KeySpec& spec = schema.rows[r].spec;
-            if (spec.required && !given[r]) fail(field_of(schema.field_prefix, spec), "missing required key");
+            if (spec.required && !given[r] && row_applies(schema, schema.rows[r], object))
+                fail(field_of(schema.field_prefix, spec), "missing required key");
             if (spec.one_of.empty()) continue;
             std::vector<std::string_view> group;
             std::vector<std::size_t> group_given;
@@ -260,10 +274,11 @@ public:
         counts();
         rows(engine_schema(), t_.engine, lines_ ? lines_->engine : 0);
         rows(run_schema(), t_.run, lines_ ? lines_->run : 0);
-        for (std::size_t i = 0; i < t_.connectors.size(); ++i)
-            rows(connector_schema(), t_.connectors[i], line_at(&TraceLines::connectors, i));
+        rows(workers_schema(), t_.workers, lines_ ? lines_->workers : 0);
+        connectors();
         engine_rules();
         segments();
+        store();
         expectations();
         events();
     }
@@ -286,6 +301,8 @@ private:
         const auto max_segments = static_cast<std::size_t>(limits::kMaxSegments);
         if (t_.segments.size() > max_segments)
             fail(line_at(&TraceLines::segments, max_segments), "segment", limit_message(max_segments, "segment"));
+        if (t_.store.size() > kMaxStoreEntries)
+            fail(line_at(&TraceLines::store, kMaxStoreEntries), "store", limit_message(kMaxStoreEntries, "store"));
         if (t_.expectations.size() > kMaxExpectations)
             fail(line_at(&TraceLines::expectations, kMaxExpectations), "expect",
                  limit_message(kMaxExpectations, "expect"));
@@ -294,12 +311,62 @@ private:
             fail(t_.events[max_events].line, "event", fmt::format("more than {} events", limits::kMaxEvents));
     }
 
+    // Every row's value, as parse_line and the printer see it.
     template <class T>
     void rows(const LineSchema<T>& schema, const T& object, int line) const {
+        const T defaults{};
         for (const Row<T>& row : schema.rows) {
+            const KeySpec& spec = row.spec;
+            if (!row_applies(schema, row, object)) {
+                // The printer omits the key, so only its default survives a round trip.
+                if (row.get(object) != row.get(defaults))
+                    fail(line, field_of(schema.field_prefix, spec), kinds_only_message(schema.keyword, spec));
+                continue;
+            }
             if (row.present && !row.present(object)) continue;
-            if (auto bad = check_value(row.spec, row.get(object)))
-                fail(line, field_of(schema.field_prefix, row.spec), *bad);
+            const Value value = row.get(object);
+            if (auto bad = check_value(spec, value)) fail(line, field_of(schema.field_prefix, spec), *bad);
+            if (spec.not_below.empty()) continue;
+            for (const Row<T>& other : schema.rows) {
+                if (other.spec.name != spec.not_below) continue;
+                const Value bound = other.get(object);
+                if (as_signed(value) < as_signed(bound))
+                    fail(line, field_of(schema.field_prefix, spec),
+                         fmt::format("value {} below {} {}", format_value(spec, value), other.spec.name,
+                                     format_value(other.spec, bound)));
+            }
+        }
+    }
+
+    static std::int64_t as_signed(const Value& v) {
+        if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
+        if (const auto* u = std::get_if<std::uint64_t>(&v)) return static_cast<std::int64_t>(*u);
+        return 0;
+    }
+
+    const ConnectorSpec* connector_of(std::string_view kind) const {
+        for (const ConnectorSpec& c : t_.connectors)
+            if (c.kind == kind) return &c;
+        return nullptr;
+    }
+
+    // At most one connector of each kind; stand_in alone (MultiConnector children are p2p, store).
+    void connectors() const {
+        std::size_t stand_in = t_.connectors.size();
+        for (std::size_t i = 0; i < t_.connectors.size(); ++i) {
+            const ConnectorSpec& c = t_.connectors[i];
+            const int line = line_at(&TraceLines::connectors, i);
+            rows(connector_schema(), c, line);
+            for (std::size_t j = 0; j < i; ++j)
+                if (t_.connectors[j].kind == c.kind)
+                    fail(line, "connector.kind", fmt::format("second connector of kind {} (first on line {})", c.kind,
+                                                             line_at(&TraceLines::connectors, j)));
+            if (c.kind == kConnectorStandIn) stand_in = i;
+            if (i > 0 && stand_in < t_.connectors.size())
+                fail(line, "connector.kind",
+                     fmt::format("stand_in cannot be combined with other connectors (lines {} and {}); "
+                                 "MultiConnector children are p2p or store",
+                                 line_at(&TraceLines::connectors, i == stand_in ? 0 : stand_in), line));
         }
     }
 
@@ -336,6 +403,20 @@ private:
         }
     }
 
+    void store() const {
+        for (std::size_t i = 0; i < t_.store.size(); ++i) {
+            const StoreEntry& entry = t_.store[i];
+            const int line = line_at(&TraceLines::store, i);
+            rows(store_schema(), entry, line);
+            if (!connector_of(kConnectorStore)) fail(line, "store", "store lines need a connector of kind store");
+            const std::int64_t length = tokens_of(entry.prefix, line, "store.prefix");
+            if (length < 1 || length > t_.engine.max_model_len)
+                fail(line, "store.prefix", fmt::format("prefix of {} tokens, outside 1..max_model_len = 1..{}", length,
+                                                       t_.engine.max_model_len));
+            printable(line, "store", format_line(entry));
+        }
+    }
+
     void expectations() const {
         std::unordered_map<std::string_view, std::size_t> seen;
         for (std::size_t i = 0; i < t_.expectations.size(); ++i) {
@@ -369,28 +450,76 @@ private:
                     fail(e.line, "event.id", fmt::format("duplicate request id '{}' (first arrives on line {})",
                                                          arrive->request_id, it->second));
                 prompt(*arrive, e.line);
+                transfer(*arrive, e.line);
             } else if (const auto* abort = std::get_if<AbortEvent>(&e.body)) {
                 rows(abort_schema(), *abort, e.line);
                 if (!arrived.contains(abort->request_id))
                     fail(e.line, "event.id", fmt::format("abort of request '{}', which does not arrive on an "
                                                          "earlier line",
                                                          abort->request_id));
+            } else if (const auto* fault = std::get_if<FaultEvent>(&e.body)) {
+                rows(fault_schema(), *fault, e.line);
+                fault_rules(*fault, e.line);
+                // request is empty exactly when the kind has no request key (rows() checked both)
+                if (!fault->request_id.empty() && !arrived.contains(fault->request_id))
+                    fail(e.line, "event.request", fmt::format("fault on request '{}', which does not arrive on an "
+                                                              "earlier line",
+                                                              fault->request_id));
             }
             printable(e.line, "event", format_line(e));
             previous = &e;
         }
     }
 
-    void prompt(const ArriveEvent& a, int line) const {
+    // Total tokens of the named segments; each must be defined.
+    std::int64_t tokens_of(const std::vector<std::string>& names, int line, std::string_view field) const {
         std::int64_t length = 0;
-        for (const std::string& name : a.prompt) {
+        for (const std::string& name : names) {
             const auto it = segment_index_.find(name);
-            if (it == segment_index_.end()) fail(line, "event.prompt", fmt::format("unknown segment '{}'", name));
+            if (it == segment_index_.end()) fail(line, field, fmt::format("unknown segment '{}'", name));
             length += static_cast<std::int64_t>(t_.segments[it->second].tokens.size());
         }
+        return length;
+    }
+
+    void prompt(const ArriveEvent& a, int line) const {
+        const std::int64_t length = tokens_of(a.prompt, line, "event.prompt");
         if (length < 1 || length > t_.engine.max_model_len - 1)
             fail(line, "event.prompt", fmt::format("prompt of {} tokens, outside 1..max_model_len-1 = 1..{}", length,
                                                    t_.engine.max_model_len - 1));
+    }
+
+    // kv_transfer_params: the connector that serves them.
+    void transfer(const ArriveEvent& a, int line) const {
+        if (a.remote_prefill && a.remote_decode)
+            fail(line, "event.remote_decode", "remote_prefill and remote_decode cannot both be on");
+        if (a.remote_prefill && !connector_of(kConnectorP2p) && !connector_of(kConnectorStandIn))
+            fail(line, "event.remote_prefill", "remote_prefill=on needs a connector of kind p2p or stand_in");
+        if (a.remote_decode) {
+            const ConnectorSpec* p2p = connector_of(kConnectorP2p);
+            if (!p2p || p2p->role == KvRole::kv_consumer)
+                fail(line, "event.remote_decode", "remote_decode=on needs a p2p connector with role kv_producer or "
+                                                  "kv_both");
+        }
+    }
+
+    void fault_rules(const FaultEvent& f, int line) const {
+        switch (f.kind) {
+            case FaultKind::store_delay:
+            case FaultKind::store_fail:
+            case FaultKind::lookup_pending:
+                if (!connector_of(kConnectorStore))
+                    fail(line, "event.kind",
+                         fmt::format("fault {} needs a connector of kind store", to_string(f.kind)));
+                break;
+            case FaultKind::load_fail:
+                if (t_.connectors.empty())
+                    fail(line, "event.kind", "fault load_fail needs a connector of kind p2p, store or stand_in");
+                break;
+        }
+        // rank is 0 where the kind has none (rows() checked), and workers.ranks is at least 1
+        if (f.rank >= t_.workers.ranks)
+            fail(line, "event.rank", fmt::format("rank {} is not below workers.ranks {}", f.rank, t_.workers.ranks));
     }
 
     const Trace& t_;

@@ -22,13 +22,17 @@ struct TraceLines {
     int header = 0;
     int engine = 0;
     int run = 0;
+    int workers = 0;
     std::vector<int> connectors;
     std::vector<int> segments;
+    std::vector<int> store;
     std::vector<int> expectations;
 };
 
-// Every rule a parsed trace obeys: value ranges, limits, unique names and ids, defined
-// segments, prompt lengths, event order, printable line lengths. parse_trace runs it on
+// Every rule a parsed trace obeys: value ranges, limits, keys of other kinds left at their
+// defaults, unique names and ids, defined segments, prompt and store prefix lengths, event
+// order, the connectors that requests, store lines and faults need, fault ranks, printable
+// line lengths. parse_trace runs it on
 // its result; call it on a Trace built in memory (generators, mutators) before printing
 // it. A trace it accepts round-trips: parse_trace(print_trace(t)) == t. Throws InputError.
 void validate_trace(const Trace& trace, std::string_view filename = "<trace>", const TraceLines* lines = nullptr);

@@ -14,7 +14,8 @@ std::string schema_line(const LineSchema<T>& schema, const T& object) {
     for (const Row<T>& row : schema.rows)
         if (row.spec.positional) out += fmt::format(" {}", format_value(row.spec, row.get(object)));
     for (const Row<T>& row : schema.rows) {
-        if (row.spec.positional || (row.present && !row.present(object))) continue;
+        if (row.spec.positional || !row_applies(schema, row, object) || (row.present && !row.present(object)))
+            continue;
         out += fmt::format(" {}={}", row.spec.name, format_value(row.spec, row.get(object)));
     }
     return out;
@@ -22,10 +23,19 @@ std::string schema_line(const LineSchema<T>& schema, const T& object) {
 
 }  // namespace
 
+bool prints_workers(const Trace& trace) {
+    if (trace.workers != WorkerConfig{}) return true;
+    for (const ConnectorSpec& c : trace.connectors)
+        if (c.kind == "p2p" || c.kind == "store") return true;
+    return false;
+}
+
 std::string format_header(const Trace& trace) { return fmt::format("{} {}", kTraceMagic, trace.version); }
 std::string format_line(const EngineConfig& engine) { return schema_line(engine_schema(), engine); }
 std::string format_line(const RunConfig& run) { return schema_line(run_schema(), run); }
 std::string format_line(const ConnectorSpec& connector) { return schema_line(connector_schema(), connector); }
+std::string format_line(const WorkerConfig& workers) { return schema_line(workers_schema(), workers); }
+std::string format_line(const StoreEntry& entry) { return schema_line(store_schema(), entry); }
 std::string format_line(const Segment& segment) { return schema_line(segment_schema(), segment); }
 std::string format_line(const Expectation& expectation) { return schema_line(expect_schema(), expectation); }
 
@@ -33,6 +43,7 @@ std::string format_line(const Event& event) {
     struct Body {
         std::string operator()(const ArriveEvent& e) const { return schema_line(arrive_schema(), e); }
         std::string operator()(const AbortEvent& e) const { return schema_line(abort_schema(), e); }
+        std::string operator()(const FaultEvent& e) const { return schema_line(fault_schema(), e); }
     };
     return fmt::format("@{} {}", event.step, std::visit(Body{}, event.body));
 }
@@ -42,7 +53,9 @@ std::string print_trace(const Trace& trace) {
     out += format_line(trace.engine) + '\n';
     out += format_line(trace.run) + '\n';
     for (const auto& c : trace.connectors) out += format_line(c) + '\n';
+    if (prints_workers(trace)) out += format_line(trace.workers) + '\n';
     for (const auto& s : trace.segments) out += format_line(s) + '\n';
+    for (const auto& s : trace.store) out += format_line(s) + '\n';
     for (const auto& e : trace.expectations) out += format_line(e) + '\n';
     for (const auto& e : trace.events) out += format_line(e) + '\n';
     return out;

@@ -1,6 +1,6 @@
 #pragma once
 // Canonical text of a trace (format v1, see README.md in this directory): header, engine,
-// run, connectors, segments, expects, events; one line each, keys in table order, single
+// run, connectors, workers, segments, store, expects, events; one line each, keys in table order, single
 // spaces, no comments, ending with a newline. parse_trace(print_trace(t)) == t for every
 // trace validate_trace() accepts, and printing is a fixed point after one parse.
 #include "sim/trace/trace.h"
@@ -11,11 +11,17 @@ namespace kvsim {
 
 std::string print_trace(const Trace& trace);
 
+// Whether print_trace writes the workers line: when the trace has a p2p or store connector
+// (whose workers it configures), or when the line differs from the defaults.
+bool prints_workers(const Trace& trace);
+
 // One line each, without the newline.
 std::string format_header(const Trace& trace);
 std::string format_line(const EngineConfig& engine);
 std::string format_line(const RunConfig& run);
 std::string format_line(const ConnectorSpec& connector);
+std::string format_line(const WorkerConfig& workers);
+std::string format_line(const StoreEntry& entry);
 std::string format_line(const Segment& segment);
 std::string format_line(const Expectation& expectation);
 std::string format_line(const Event& event);

@@ -35,6 +35,7 @@ Value to_value(const std::string& v) { return v; }
 Value to_value(const std::vector<std::string>& v) { return v; }
 Value to_value(KvRole v) { return std::string(to_string(v)); }
 Value to_value(Verdict v) { return std::string(to_string(v)); }
+Value to_value(FaultKind v) { return std::string(to_string(v)); }
 
 void from_value(Value&& v, int& out) { out = static_cast<int>(as_u64(v)); }
 void from_value(Value&& v, std::uint64_t& out) { out = as_u64(v); }
@@ -43,6 +44,9 @@ void from_value(Value&& v, std::string& out) { out = std::move(std::get<std::str
 void from_value(Value&& v, std::vector<std::string>& out) { out = std::move(std::get<std::vector<std::string>>(v)); }
 void from_value(Value&& v, KvRole& out) { out = parse_role(std::get<std::string>(v)).value_or(KvRole::kv_consumer); }
 void from_value(Value&& v, Verdict& out) { out = parse_verdict(std::get<std::string>(v)).value_or(Verdict::pass); }
+void from_value(Value&& v, FaultKind& out) {
+    out = parse_fault_kind(std::get<std::string>(v)).value_or(FaultKind::store_delay);
+}
 
 template <auto M>
 Value get_member(const OwnerOf<M>& t) {
@@ -65,7 +69,14 @@ constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 
 constexpr std::string_view kRoleChoices[] = {"kv_consumer", "kv_producer", "kv_both"};
 constexpr std::string_view kVerdictChoices[] = {"pass", "violation", "crash", "liveness", "nondeterminism"};
-constexpr std::string_view kConnectorKinds[] = {"stand_in"};
+constexpr std::string_view kConnectorKinds[] = {kConnectorStandIn, kConnectorP2p, kConnectorStore};
+constexpr std::string_view kFaultKinds[] = {"store_delay", "store_fail", "load_fail", "lookup_pending"};
+// Which kinds a key applies to (KeySpec::kinds).
+constexpr std::string_view kOnlyStandIn[] = {kConnectorStandIn};
+constexpr std::string_view kOnlyStore[] = {kConnectorStore};
+constexpr std::string_view kRankFaults[] = {"store_delay", "store_fail"};
+constexpr std::string_view kStepsFaults[] = {"store_delay", "lookup_pending"};
+constexpr std::string_view kRequestFaults[] = {"load_fail", "lookup_pending"};
 
 // vllm/config: cache_config.block_size, num_gpu_blocks, scheduler_config.*
 constexpr Row<EngineConfig> kEngineRows[] = {
@@ -101,11 +112,46 @@ constexpr Row<RunConfig> kRunRows[] = {
 
 constexpr Row<ConnectorSpec> kConnectorRows[] = {
     bind<&ConnectorSpec::kind>({.name = "kind", .type = VT::choice, .required = true, .positional = true,
-        .help = "connector implementation", .choices = kConnectorKinds}),
+        .help = "connector implementation: stand_in (async load after load_delay steps), p2p (MooncakeConnector), "
+                "store (MooncakeStoreConnector)",
+        .choices = kConnectorKinds}),
     bind<&ConnectorSpec::role>({.name = "role", .type = VT::choice, .required = true,
         .help = "kv_role of this connector", .choices = kRoleChoices}),
     bind<&ConnectorSpec::load_delay>({.name = "load_delay", .type = VT::integer, .min = 0,
-        .max = limits::kMaxDelay, .help = "stand_in: steps from load start to finished_recving"}),
+        .max = limits::kMaxDelay, .help = "steps from load start to finished_recving", .kinds = kOnlyStandIn}),
+    // MooncakeStoreConnector kv_connector_extra_config
+    bind<&ConnectorSpec::load_async>({.name = "load_async", .type = VT::boolean,
+        .help = "loads complete asynchronously, reported through finished_recving",
+        .kinds = kOnlyStore}),
+    bind<&ConnectorSpec::lookup_async>({.name = "lookup_async", .type = VT::boolean,
+        .help = "the store lookup may answer in a later step (the request waits)",
+        .kinds = kOnlyStore}),
+    bind<&ConnectorSpec::enable_lookup>({.name = "enable_lookup", .type = VT::boolean,
+        .help = "ask the store how many prompt tokens it already holds", .kinds = kOnlyStore}),
+    bind<&ConnectorSpec::save_decode_cache>({.name = "save_decode_cache", .type = VT::boolean,
+        .help = "also save blocks filled while decoding", .kinds = kOnlyStore}),
+};
+
+constexpr Row<WorkerConfig> kWorkersRows[] = {
+    bind<&WorkerConfig::ranks>({.name = "ranks", .type = VT::integer, .min = 1,
+        .max = static_cast<std::uint64_t>(kMaxRanks), .help = "worker ranks (tensor parallel size)"}),
+    bind<&WorkerConfig::store_delay_min>({.name = "store_delay_min", .type = VT::integer, .min = 0,
+        .max = limits::kMaxDelay, .help = "fewest steps from a store job's start to one rank's report"}),
+    bind<&WorkerConfig::store_delay_max>({.name = "store_delay_max", .type = VT::integer, .min = 0,
+        .max = limits::kMaxDelay, .help = "most steps from a store job's start to one rank's report",
+        .not_below = "store_delay_min"}),
+    bind<&WorkerConfig::load_delay_min>({.name = "load_delay_min", .type = VT::integer, .min = 0,
+        .max = limits::kMaxDelay, .help = "fewest steps from a load's start to its completion"}),
+    bind<&WorkerConfig::load_delay_max>({.name = "load_delay_max", .type = VT::integer, .min = 0,
+        .max = limits::kMaxDelay, .help = "most steps from a load's start to its completion",
+        .not_below = "load_delay_min"}),
+    bind<&WorkerConfig::pull_delay>({.name = "pull_delay", .type = VT::integer, .min = 0, .max = limits::kMaxDelay,
+        .help = "p2p kv_producer: steps from a finished request to the decode side's pull"}),
+};
+
+constexpr Row<StoreEntry> kStoreRows[] = {
+    bind<&StoreEntry::prefix>({.name = "prefix", .type = VT::name_list, .max = limits::kMaxIdLen, .max_items = 256,
+        .required = true, .help = "segments concatenated into a token sequence whose full blocks the store holds"}),
 };
 
 constexpr Row<Segment> kSegmentRows[] = {
@@ -150,11 +196,30 @@ constexpr Row<ArriveEvent> kArriveRows[] = {
     bind<&ArriveEvent::remote_prefill>({.name = "remote_prefill", .type = VT::boolean,
         .help = "kv_transfer_params do_remote_prefill: load the prompt's KV through the connector"},
         +[](const ArriveEvent& e) { return e.remote_prefill; }),  // printed only when on
+    bind<&ArriveEvent::remote_decode>({.name = "remote_decode", .type = VT::boolean,
+        .help = "kv_transfer_params do_remote_decode: send the KV to a decode engine when the request finishes"},
+        +[](const ArriveEvent& e) { return e.remote_decode; }),  // printed only when on
 };
 
 constexpr Row<AbortEvent> kAbortRows[] = {
     bind<&AbortEvent::request_id>({.name = "id", .type = VT::identifier, .max = limits::kMaxIdLen,
         .required = true, .positional = true, .help = "request to abort; must arrive on an earlier line"}),
+};
+
+constexpr Row<FaultEvent> kFaultRows[] = {
+    bind<&FaultEvent::kind>({.name = "kind", .type = VT::choice, .required = true, .positional = true,
+        .help = "store_delay: later store jobs on rank take steps longer; store_fail: the next store job on "
+                "rank writes nothing; load_fail: the request's load fails; lookup_pending: the request's store "
+                "lookup stays pending for steps",
+        .choices = kFaultKinds}),
+    bind<&FaultEvent::rank>({.name = "rank", .type = VT::integer, .min = 0,
+        .max = static_cast<std::uint64_t>(kMaxRanks - 1), .required = true,
+        .help = "worker rank; below workers.ranks", .kinds = kRankFaults}),
+    bind<&FaultEvent::steps>({.name = "steps", .type = VT::integer, .min = 1, .max = limits::kMaxDelay,
+        .required = true, .help = "extra steps (store_delay) or pending steps (lookup_pending)",
+        .kinds = kStepsFaults}),
+    bind<&FaultEvent::request_id>({.name = "request", .type = VT::identifier, .max = limits::kMaxIdLen,
+        .required = true, .help = "request id; must arrive on an earlier line", .kinds = kRequestFaults}),
 };
 
 // "@STEP": the step an event applies before schedule() of; also below run.max_steps.
@@ -165,14 +230,22 @@ constexpr KeySpec kStep{.name = "step", .type = VT::integer, .min = 0,
 constexpr LineSchema<EngineConfig> kEngine{"engine", "engine", "engine configuration; exactly once", kEngineRows};
 constexpr LineSchema<RunConfig> kRun{"run", "run", "run parameters; at most once", kRunRows};
 constexpr LineSchema<ConnectorSpec> kConnector{
-    "connector", "connector", "one connector; several lines form a MultiConnector, children in file order",
-    kConnectorRows};
+    "connector", "connector",
+    "one connector; p2p and store lines together form a MultiConnector, children in file order", kConnectorRows,
+    "kind"};
+constexpr LineSchema<WorkerConfig> kWorkers{"workers", "workers", "worker ranks and completion delays; at most once",
+                                            kWorkersRows};
+constexpr LineSchema<StoreEntry> kStore{"store", "store",
+                                        "the external KV store holds the full blocks of this token sequence",
+                                        kStoreRows};
 constexpr LineSchema<Segment> kSegment{"segment", "segment", "a named run of prompt tokens", kSegmentRows};
 constexpr LineSchema<Expectation> kExpect{"expect", "expect", "the verdict a variant must give", kExpectRows};
 constexpr LineSchema<ArriveEvent> kArrive{"arrive", "event", "a request arrives before schedule() of STEP",
                                           kArriveRows};
 constexpr LineSchema<AbortEvent> kAbort{"abort", "event", "a request is aborted before schedule() of STEP",
                                         kAbortRows};
+constexpr LineSchema<FaultEvent> kFault{"fault", "event", "a worker or store fault, injected before schedule() of STEP",
+                                        kFaultRows, "kind"};
 
 // ---- value checks -------------------------------------------------------------------------
 
@@ -346,20 +419,21 @@ void describe(const LineSchema<T>& schema, bool event, std::string& out) {
         std::string scratch;
         std::string left = k.positional ? fmt::format("{} ({})", k.name, type_text(k, scratch))
                                          : fmt::format("{}={}", k.name, type_text(k, scratch));
-        std::string rule;
-        if (k.positional) rule = "positional";
-        else if (k.required) rule = "required";
+        std::string rule = k.kinds.empty() ? std::string() : fmt::format("{} only: ", join(k.kinds, ", "));
+        if (k.positional) rule += "positional";
+        else if (k.required) rule += "required";
         else if (!k.one_of.empty()) {
             std::vector<std::string_view> group;
             for (const Row<T>& other : schema.rows)
                 if (other.spec.one_of == k.one_of) group.push_back(other.spec.name);
-            rule = fmt::format("exactly one of {}", join(group, ", "));
+            rule += fmt::format("exactly one of {}", join(group, ", "));
         } else {
             const Value d = row.get(defaults);
             const auto* text = std::get_if<std::string>(&d);
-            rule = text && text->empty() ? std::string("optional") : fmt::format("default {}", format_value(k, d));
+            rule += text && text->empty() ? std::string("optional") : fmt::format("default {}", format_value(k, d));
         }
         if (k.type == VT::integer) rule += fmt::format("; {}..{}", k.min, k.max);
+        if (!k.not_below.empty()) rule += fmt::format("; >= {}", k.not_below);
         if (k.type == VT::token_list) rule += fmt::format("; 1..{} ids in {}..{}", k.max_items, k.min, k.max);
         out += fmt::format("    {:<28} {}. {}\n", left, rule, k.help);
     }
@@ -374,10 +448,25 @@ const LineSchema<Segment>& segment_schema() { return kSegment; }
 const LineSchema<Expectation>& expect_schema() { return kExpect; }
 const LineSchema<ArriveEvent>& arrive_schema() { return kArrive; }
 const LineSchema<AbortEvent>& abort_schema() { return kAbort; }
+const LineSchema<FaultEvent>& fault_schema() { return kFault; }
+const LineSchema<WorkerConfig>& workers_schema() { return kWorkers; }
+const LineSchema<StoreEntry>& store_schema() { return kStore; }
 
 const KeySpec& event_step_spec() { return kStep; }
 
-std::vector<std::string_view> event_kinds() { return {kArrive.keyword, kAbort.keyword}; }
+std::vector<std::string_view> event_kinds() { return {kArrive.keyword, kAbort.keyword, kFault.keyword}; }
+
+bool key_applies(const KeySpec& spec, std::string_view kind) {
+    if (spec.kinds.empty()) return true;
+    for (std::string_view k : spec.kinds)
+        if (k == kind) return true;
+    return false;
+}
+
+std::string kinds_only_message(std::string_view keyword, const KeySpec& spec) {
+    return fmt::format("applies to {} kind{} {} only", keyword, spec.kinds.size() == 1 ? "" : "s",
+                       join(spec.kinds, ", "));
+}
 
 std::optional<Value> parse_value(const KeySpec& spec, std::string_view text, std::string* error) {
     if (text.empty()) {
@@ -467,15 +556,24 @@ std::string format_help() {
     describe(kEngine, false, out);
     describe(kRun, false, out);
     describe(kConnector, false, out);
+    describe(kWorkers, false, out);
     describe(kSegment, false, out);
+    describe(kStore, false, out);
     describe(kExpect, false, out);
     describe(kArrive, true, out);
     describe(kAbort, true, out);
+    describe(kFault, true, out);
     out += fmt::format(
-        "\nEvents: STEP is 0..{} and below run.max_steps; steps never decrease in file order.\n"
-        "A prompt has 1 to max_model_len-1 tokens; every segment it names must be defined.\n"
-        "Limits: {} segments, {} events, {} connectors, {} expect lines.\n",
-        limits::kMaxSteps - 1, limits::kMaxSegments, limits::kMaxEvents, kMaxConnectors, kMaxExpectations);
+        "\nA key marked \"KIND only\" is an error on a line of another kind.\n"
+        "Connectors: at most one of each kind; stand_in stands alone, p2p and store may combine.\n"
+        "Events: STEP is 0..{} and below run.max_steps; steps never decrease in file order.\n"
+        "A prompt has 1 to max_model_len-1 tokens, a store prefix 1 to max_model_len; every segment\n"
+        "they name must be defined. remote_prefill=on needs a p2p or stand_in connector,\n"
+        "remote_decode=on a p2p connector with role kv_producer or kv_both (not both on one request).\n"
+        "store lines and store_delay, store_fail, lookup_pending faults need a store connector;\n"
+        "load_fail needs any connector. A fault's rank is below workers.ranks.\n"
+        "Limits: {} segments, {} store lines, {} events, {} expect lines.\n",
+        limits::kMaxSteps - 1, limits::kMaxSegments, kMaxStoreEntries, limits::kMaxEvents, kMaxExpectations);
     return out;
 }
 

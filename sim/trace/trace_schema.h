@@ -21,6 +21,13 @@ inline constexpr std::size_t kMaxLineBytes = 4096;            // longer lines ar
 inline constexpr std::size_t kMaxTraceBytes = 64u << 20;      // whole file
 inline constexpr std::size_t kMaxConnectors = 16;             // connector lines per trace
 inline constexpr std::size_t kMaxExpectations = 256;          // expect lines per trace
+inline constexpr std::size_t kMaxStoreEntries = 4096;         // store lines per trace
+inline constexpr int kMaxRanks = 64;                          // workers.ranks
+
+// Connector kinds (ConnectorSpec::kind).
+inline constexpr std::string_view kConnectorStandIn = "stand_in";
+inline constexpr std::string_view kConnectorP2p = "p2p";      // MooncakeConnector
+inline constexpr std::string_view kConnectorStore = "store";  // MooncakeStoreConnector
 inline constexpr std::size_t kMaxSignatureLen = 256;
 inline constexpr std::size_t kMaxVariantNameLen = 128;
 
@@ -46,6 +53,12 @@ struct KeySpec {
     std::string_view one_of = {};  // keys sharing a group name: exactly one of them must be given
     std::string_view help = {};
     std::span<const std::string_view> choices = {};
+    // Lines with a kind (LineSchema::kind_key): the kinds this key applies to; empty = every
+    // kind. Elsewhere the key is an input error, `required` holds only where it applies, the
+    // printer omits it, and an in-memory value must keep its default.
+    std::span<const std::string_view> kinds = {};
+    // An integer key whose value must be >= the key named here, in the same line (min/max pairs).
+    std::string_view not_below = {};
 };
 
 // A parsed value. Integers from text are uint64; int fields read back from memory are
@@ -68,6 +81,7 @@ struct LineSchema {
     std::string_view field_prefix;  // error field prefix: "engine" -> "engine.block_size"
     std::string_view help;          // one line
     std::span<const Row<T>> rows;
+    std::string_view kind_key = {};  // the positional choice row that selects the line's kind; empty = none
 };
 
 const LineSchema<EngineConfig>& engine_schema();
@@ -77,11 +91,14 @@ const LineSchema<Segment>& segment_schema();
 const LineSchema<Expectation>& expect_schema();
 const LineSchema<ArriveEvent>& arrive_schema();
 const LineSchema<AbortEvent>& abort_schema();
+const LineSchema<FaultEvent>& fault_schema();
+const LineSchema<WorkerConfig>& workers_schema();
+const LineSchema<StoreEntry>& store_schema();
 
 // The STEP of "@STEP KIND ...".
 const KeySpec& event_step_spec();
 
-// Event kinds after "@STEP", in table order (arrive, abort).
+// Event kinds after "@STEP", in table order (arrive, abort, fault).
 std::vector<std::string_view> event_kinds();
 
 // Text -> value, with every check of the spec applied. nullopt + *error (one line, no field).
@@ -93,6 +110,26 @@ std::string format_value(const KeySpec& spec, const Value& value);
 
 // A quoted, escaped, truncated copy of untrusted text for an error message: 'ab\x00c...'.
 std::string quote(std::string_view text);
+
+// The kind of `object` as its line writes it ("store", "load_fail"); empty when the line has no kind.
+template <class T>
+std::string line_kind(const LineSchema<T>& schema, const T& object) {
+    if (schema.kind_key.empty()) return {};
+    for (const Row<T>& row : schema.rows)
+        if (row.spec.name == schema.kind_key) return format_value(row.spec, row.get(object));
+    return {};
+}
+
+bool key_applies(const KeySpec& spec, std::string_view kind);
+
+// Whether `row` belongs to the line of `object`'s kind (always, for lines without kinds).
+template <class T>
+bool row_applies(const LineSchema<T>& schema, const Row<T>& row, const T& object) {
+    return row.spec.kinds.empty() || key_applies(row.spec, line_kind(schema, object));
+}
+
+// "applies to connector kind store only": a key given on a line of another kind.
+std::string kinds_only_message(std::string_view keyword, const KeySpec& spec);
 
 // The format reference printed by `kvsim format`.
 std::string format_help();

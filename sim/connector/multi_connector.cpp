@@ -1,0 +1,165 @@
+#include "sim/connector/multi_connector.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace kvsim {
+
+std::vector<std::string> MultiKVConnectorMetadata::describe() const {
+    std::vector<std::string> lines;
+    for (std::size_t i = 0; i < metadata.size(); ++i) {
+        if (!metadata[i]) continue;
+        for (const auto& line : metadata[i]->describe()) lines.push_back(fmt::format("c{} {}", i, line));
+    }
+    if (!extra_async_saves.empty()) {
+        std::string text;
+        for (const auto& [id, n] : extra_async_saves) text += fmt::format("{}{}:{}", text.empty() ? "" : ",", id, n);
+        lines.push_back("multi extra_async_saves " + text);
+    }
+    return lines;
+}
+
+// MultiConnector.__init__ @ 00f4240e: children in config order.
+MultiConnectorScheduler::MultiConnectorScheduler(std::vector<std::unique_ptr<KVConnectorScheduler>> children,
+                                                 const Variant& variant)
+    : children_(std::move(children)), variant_(variant) {
+    for (const auto& c : children_)
+        if (!c) throw std::invalid_argument("MultiConnectorScheduler: null child");
+}
+
+// MultiConnector.get_num_new_matched_tokens @ 00f4240e (same in a4a2a8ee)
+MatchResult MultiConnectorScheduler::get_num_new_matched_tokens(Request& request, int num_computed_tokens) {
+    MatchResult to_return{0, false};
+    for (std::size_t i = 0; i < children_.size(); ++i) {
+        const MatchResult r = children_[i]->get_num_new_matched_tokens(request, num_computed_tokens);
+        // A child still looking up: not done yet; later children are not asked.
+        if (!r.num_tokens) return {std::nullopt, false};
+        // The first child with new matched tokens is assigned to the request.
+        if (to_return.num_tokens == 0 && *r.num_tokens > 0) {
+            requests_to_connector_[request.id()] = static_cast<int>(i);
+            to_return = r;
+        }
+    }
+    return to_return;
+}
+
+// MultiConnector.update_state_after_alloc @ 00f4240e (losers get the real blocks, #46865);
+// multi_loser_blocks=empty follows @ a4a2a8ee (losers get blocks.new_empty()).
+void MultiConnectorScheduler::update_state_after_alloc(Request& request, const KVCacheBlocks& blocks,
+                                                       int num_external_tokens) {
+    auto it = requests_to_connector_.find(request.id());
+    const int chosen = it == requests_to_connector_.end() ? -1 : it->second;
+    const KVCacheBlocks empty_blocks = KVCacheBlocks::empty(blocks.block_ids.size());
+    const KVCacheBlocks& loser_blocks = variant_.multi_loser_blocks == MultiLoserBlocks::real ? blocks : empty_blocks;
+    for (std::size_t i = 0; i < children_.size(); ++i) {
+        if (static_cast<int>(i) == chosen)
+            children_[i]->update_state_after_alloc(request, blocks, num_external_tokens);
+        else
+            children_[i]->update_state_after_alloc(request, loser_blocks, 0);
+    }
+}
+
+// MultiConnector.build_connector_meta @ 00f4240e
+std::shared_ptr<const ConnectorMetadata> MultiConnectorScheduler::build_connector_meta(const SchedulerOutput& output) {
+    auto meta = std::make_shared<MultiKVConnectorMetadata>();
+    for (const auto& c : children_) meta->metadata.push_back(c->build_connector_meta(output));
+    if (!extra_async_saves_.empty()) {
+        meta->extra_async_saves = std::move(extra_async_saves_);
+        extra_async_saves_.clear();
+    }
+    return meta;
+}
+
+// MultiConnector.update_connector_output @ 00f4240e: every child sees the output (the
+// finished sets are shared; per-child worker metadata is not modelled).
+void MultiConnectorScheduler::update_connector_output(const KVConnectorOutput& output) {
+    for (const auto& c : children_) c->update_connector_output(output);
+}
+
+// MultiConnector._aggregate_request_finished (via request_finished_all_groups) @ 00f4240e
+FinishResult MultiConnectorScheduler::request_finished(Request& request, const std::vector<BlockId>& block_ids) {
+    int async_saves = 0;
+    for (const auto& c : children_)
+        if (c->request_finished(request, block_ids).delay_free_blocks) ++async_saves;
+    if (async_saves > 1) extra_async_saves_[request.id()] = async_saves - 1;
+    requests_to_connector_.erase(request.id());
+    return {async_saves > 0};
+}
+
+// MultiConnector.has_pending_push_work @ 00f4240e
+bool MultiConnectorScheduler::has_pending_push_work() const {
+    for (const auto& c : children_)
+        if (c->has_pending_push_work()) return true;
+    return false;
+}
+
+// MultiConnector.bind_gpu_block_pool @ 00f4240e
+void MultiConnectorScheduler::bind_gpu_block_pool(BlockPool* pool) {
+    for (const auto& c : children_) c->bind_gpu_block_pool(pool);
+}
+
+std::vector<BlockId> MultiConnectorScheduler::pinned_blocks() const {
+    std::vector<BlockId> out;
+    for (const auto& c : children_) {
+        const auto pins = c->pinned_blocks();
+        out.insert(out.end(), pins.begin(), pins.end());
+    }
+    return out;
+}
+
+MultiConnectorWorker::MultiConnectorWorker(std::vector<std::unique_ptr<KVConnectorWorker>> children,
+                                           const Variant& /*variant*/)
+    : children_(std::move(children)) {
+    for (const auto& c : children_)
+        if (!c) throw std::invalid_argument("MultiConnectorWorker: null child");
+}
+
+// MultiConnector.bind_connector_metadata + start_load_kv @ 00f4240e: merge the extra saves,
+// then child i runs with element i.
+void MultiConnectorWorker::execute(int step, const SchedulerOutput& output) {
+    const auto* meta = dynamic_cast<const MultiKVConnectorMetadata*>(output.kv_connector_metadata.get());
+    if (output.kv_connector_metadata && meta == nullptr)
+        throw std::logic_error("MultiConnectorWorker: metadata is not MultiKVConnectorMetadata");
+    if (meta != nullptr && meta->metadata.size() != children_.size())
+        throw std::logic_error("MultiConnectorWorker: metadata does not match the children");
+    if (meta != nullptr)
+        for (const auto& [id, n] : meta->extra_async_saves) extra_async_saves_[id] = n;  // dict.update
+    SchedulerOutput child_output = output;
+    for (std::size_t i = 0; i < children_.size(); ++i) {
+        child_output.kv_connector_metadata = meta != nullptr ? meta->metadata[i] : nullptr;
+        children_[i]->execute(step, child_output);
+    }
+}
+
+// MultiConnector.get_transfer_results + get_block_ids_with_load_errors @ 00f4240e: a
+// finished send is reported only when the last of the request's delaying children reports it.
+KVConnectorOutput MultiConnectorWorker::get_finished(int step, const std::set<std::string>& finished_req_ids) {
+    KVConnectorOutput out;
+    for (const auto& c : children_) {
+        KVConnectorOutput child = c->get_finished(step, finished_req_ids);
+        out.finished_recving.insert(child.finished_recving.begin(), child.finished_recving.end());
+        out.invalid_block_ids.insert(child.invalid_block_ids.begin(), child.invalid_block_ids.end());
+        for (const auto& [job, n] : child.completed_store_jobs) out.completed_store_jobs[job] += n;
+        for (const auto& id : child.finished_sending) {
+            auto it = extra_async_saves_.find(id);
+            if (it == extra_async_saves_.end()) {
+                out.finished_sending.insert(id);
+                continue;
+            }
+            if (it->second == 1)
+                extra_async_saves_.erase(it);
+            else
+                --it->second;
+        }
+    }
+    return out;
+}
+
+bool MultiConnectorWorker::busy() const {
+    for (const auto& c : children_)
+        if (c->busy()) return true;
+    return false;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,65 @@
+#include <catch2/catch.hpp>
+
+#include "cli_runner.h"
+
+using namespace kvsim::testing;
+
+namespace {
+const std::string kUpstream = std::string(KVSIM_SOURCE_DIR) + "/corpus/upstream/";
+}
+
+// Seed 000's reproduction table: rows v0.29.0, +003, +skip_save_is_consumer, v0.30.0; columns the
+// upstream #54643 regression scenario, the kv_consumer repro and the kv_both repro.
+TEST_CASE("kvsim matrix reproduces seed 000's table exactly", "[matrix][seed000]") {
+    const auto r = run_kvsim("matrix --variants v0.29.0,v0.29.0+003,v0.29.0+skip_save_is_consumer,v0.30.0 " +
+                             kUpstream + "pr54643_pending_load_for_non_chosen_connector.trace " + kUpstream +
+                             "seed000_multiconnector_consumer.trace " + kUpstream + "seed000_multiconnector_both.trace");
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(r.err.empty());
+    const std::string expected =
+        "| variant                       | pr54643_pending_load_for_non_chosen_connector | seed000_multiconnector_consumer     | seed000_multiconnector_both         |\n"
+        "|-------------------------------|-----------------------------------------------|-------------------------------------|-------------------------------------|\n"
+        "| v0.29.0                       | crash (missing_current_block_table)           | crash (missing_current_block_table) | crash (missing_current_block_table) |\n"
+        "| v0.29.0+003                   | pass                                          | pass                                | pass                                |\n"
+        "| v0.29.0+skip_save_is_consumer | crash (missing_current_block_table)           | pass                                | crash (missing_current_block_table) |\n"
+        "| v0.30.0                       | pass                                          | pass                                | pass                                |\n"
+        "expectations: 12 met, 0 unmet, 0 cells without an expect line\n";
+    REQUIRE(r.out == expected);
+}
+
+TEST_CASE("kvsim matrix reproduces seed 001: v0.29.0 crashes and #55066 drops the stale save", "[matrix][seed001]") {
+    const auto r = run_kvsim("matrix --variants v0.29.0,v0.29.0+pr55066,v0.30.0 " + kUpstream +
+                             "seed001_decode_save_without_block_table.trace");
+    REQUIRE(r.exit_code == 0);
+    REQUIRE_THAT(r.out, Catch::Contains("| v0.29.0         | crash (missing_current_block_table)     |") &&
+                            Catch::Contains("| v0.29.0+pr55066 | pass                                    |"));
+}
+
+TEST_CASE("kvsim run quotes the upstream assertion message on a crash", "[matrix][seed000]") {
+    const auto r = run_kvsim("run " + kUpstream + "seed000_multiconnector_consumer.trace --variant v0.29.0");
+    REQUIRE(r.exit_code == 2);
+    REQUIRE_THAT(r.out, Catch::Contains("AssertionError: Missing current block table for store request r1"));
+    REQUIRE_THAT(r.out, Catch::Contains("signature=crash:missing_current_block_table"));
+}
+
+TEST_CASE("the #55066 guard warns once naming the request and saves again after the rollback", "[matrix][seed001]") {
+    const auto r = run_kvsim("run " + kUpstream + "seed001_decode_save_without_block_table.trace --variant v0.29.0+pr55066");
+    REQUIRE(r.exit_code == 0);
+    // one warning for r1, then the next step's save covers [32, 48) again with a current table
+    const auto warn = r.out.find("warn");
+    REQUIRE(warn != std::string::npos);
+    REQUIRE(r.out.find("warn", warn + 1) == std::string::npos);
+    REQUIRE_THAT(r.out.substr(warn, r.out.find('\n', warn) - warn), Catch::Contains("r1"));
+    REQUIRE_THAT(r.out.substr(warn), Catch::Contains("store save r1 tokens=[32,48)"));
+}
+
+TEST_CASE("kvsim matrix fails on an unmet expect line", "[matrix]") {
+    const auto path = write_scratch("unmet.trace",
+                                    "kvsim-trace 1\nengine block_size=4 num_blocks=16\n"
+                                    "segment a len=6\nexpect v0.30.0 crash\nexpect v0.29.0 pass\n"
+                                    "@0 arrive r1 prompt=a max_tokens=2\n");
+    const auto r = run_kvsim("matrix " + path);
+    REQUIRE(r.exit_code == 1);
+    REQUIRE_THAT(r.out, Catch::Contains("pass !! UNMET(expected crash)") &&
+                            Catch::Contains("expectations: 1 met, 1 unmet"));
+}
