@@ -26,6 +26,11 @@ std::optional<V> pop(std::map<std::string, V>& map, const std::string& key) {
     return value;
 }
 
+// MooncakeStoreConnectorMetadata.add_request, for a from_request_tracker result that is not None.
+void add_request(StoreMetadata& meta, std::optional<ReqMeta> req_meta) {
+    if (req_meta) meta.requests.push_back(std::move(*req_meta));
+}
+
 }  // namespace
 
 MooncakeStoreScheduler::MooncakeStoreScheduler(const ConnectorSpec& spec, const EngineConfig& engine,
@@ -98,10 +103,6 @@ void MooncakeStoreScheduler::update_state_after_alloc(Request& request, const KV
                                             num_external_tokens, load_spec.kvpool_cached_tokens,
                                             load_spec.vllm_cached_tokens, request.id()));
     load_spec.can_load = true;
-}
-
-void MooncakeStoreScheduler::add_request(StoreMetadata& meta, std::optional<ReqMeta> req_meta) const {
-    if (req_meta) meta.requests.push_back(std::move(*req_meta));
 }
 
 std::shared_ptr<const ConnectorMetadata> MooncakeStoreScheduler::build_connector_meta(const SchedulerOutput& output) {

@@ -93,7 +93,6 @@ private:
     void apply_current_save_block_ids(StoreMetadata& meta, const SchedulerOutput& output);
     // MooncakeStoreScheduler._reference_save_blocks @ copy 57573019288
     void reference_save_blocks(StoreMetadata& meta);
-    void add_request(StoreMetadata& meta, std::optional<ReqMeta> req_meta) const;
 
     ConnectorSpec spec_;
     Variant variant_;
