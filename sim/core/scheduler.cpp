@@ -47,11 +47,17 @@ Request& Scheduler::request(const std::string& id) {
     return **slot;
 }
 
+void Scheduler::set_status(Request& req, RequestStatus status) {
+    transitions_.push_back({req.id(), req.status, status});
+    req.status = status;
+}
+
 void Scheduler::add_request(std::unique_ptr<Request> req) {
     model_check(!requests_.contains(req->id()), "duplicate request id");
     const std::string id = req->id();
     log_.emitf("arrive", "{} prompt={} max_tokens={}{}", id, req->num_prompt_tokens(), req->max_tokens(),
                req->kv_transfer_params.do_remote_prefill ? " remote_prefill" : "");
+    transitions_.push_back({id, std::nullopt, req->status});
     waiting_.push_back(id);  // no blocked status at arrival in this model
     requests_[id] = std::move(req);
 }
@@ -134,7 +140,7 @@ void Scheduler::preempt_request(Request& req) {
     const auto blocks = kv_cache_manager_.get_block_ids(req.id());
     kv_cache_manager_.free(req);
     inflight_prefills_.erase(req.id());
-    req.status = RequestStatus::preempted;
+    set_status(req, RequestStatus::preempted);
     req.num_computed_tokens = 0;
     req.num_preemptions += 1;
     waiting_.push_front(req.id());
@@ -147,7 +153,7 @@ bool Scheduler::try_promote_blocked_waiting_request(Request& req) {
     model_check(req.status == RequestStatus::waiting_for_remote_kvs, "only remote-KV waits are modelled");
     if (!finished_recving_kv_req_ids_.contains(req.id())) return false;
     update_waiting_for_remote_kv(req);
-    req.status = req.num_preemptions > 0 ? RequestStatus::preempted : RequestStatus::waiting;
+    set_status(req, req.num_preemptions > 0 ? RequestStatus::preempted : RequestStatus::waiting);
     log_.emitf("promote", "{} computed={} status={}", req.id(), req.num_computed_tokens, to_string(req.status));
     return true;
 }
@@ -267,7 +273,7 @@ void Scheduler::schedule_waiting(StepState& st) {
         queue.pop_front();
 
         if (load_async) {
-            req.status = RequestStatus::waiting_for_remote_kvs;
+            set_status(req, RequestStatus::waiting_for_remote_kvs);
             req.num_computed_tokens = num_computed;
             inflight_prefills_.insert(req.id());
             step_skipped.push_back(req.id());
@@ -287,7 +293,7 @@ void Scheduler::schedule_waiting(StepState& st) {
         st.req_to_new_blocks[req.id()] = kv_cache_manager_.get_block_ids(req.id());
         st.num_scheduled_tokens[req.id()] = num_new;
         st.token_budget -= num_new;
-        req.status = RequestStatus::running;
+        set_status(req, RequestStatus::running);
         req.num_computed_tokens = num_computed;
         if (num_computed + num_new < req.num_tokens()) inflight_prefills_.insert(req.id());
         if (!new_blocks->empty()) log_.emitf("alloc", "{} +{}", req.id(), format_blocks(*new_blocks));
@@ -359,9 +365,9 @@ void Scheduler::update_after_schedule(const SchedulerOutput& out) {
 }
 
 // vllm/v1/core/sched/utils.py check_stop @ 00024d31 (no EOS or stop tokens are modelled)
-bool Scheduler::check_stop(Request& req) const {
+bool Scheduler::check_stop(Request& req) {
     if (req.num_tokens() >= config_.max_model_len || req.num_output_tokens() >= req.max_tokens()) {
-        req.status = RequestStatus::finished_length_capped;
+        set_status(req, RequestStatus::finished_length_capped);
         return true;
     }
     return false;
@@ -501,6 +507,7 @@ void Scheduler::free_blocks(Request& req) {
     kv_cache_manager_.free(req);
     log_.emitf("free", "{} {}", req.id(), format_blocks(blocks));
     const std::string id = req.id();
+    transitions_.push_back({id, req.status, std::nullopt});
     requests_.erase(id);
 }
 
@@ -540,7 +547,7 @@ std::vector<std::string> Scheduler::finish_requests(const std::vector<std::strin
             failed_recving_kv_req_ids_.erase(req->id());
         }
         log_.emitf("abort", "{} from {}", req->id(), to_string(req->status));
-        req->status = status;
+        set_status(*req, status);
         finished.push_back(req->id());
         free_request(*req, delay);
     }

@@ -21,6 +21,14 @@ namespace kvsim {
 
 class EventLog;
 
+// One request lifecycle transition; from = nullopt for a new request, to = nullopt when
+// the request object is deleted (its blocks freed).
+struct StatusTransition {
+    std::string req_id;
+    std::optional<RequestStatus> from;
+    std::optional<RequestStatus> to;
+};
+
 class Scheduler {
 public:
     Scheduler(const EngineConfig& config, const Variant& variant, KVConnectorScheduler* connector, EventLog& log);
@@ -48,6 +56,10 @@ public:
     KVCacheManager& kv_cache_manager() { return kv_cache_manager_; }
     const EngineConfig& config() const { return config_; }
 
+    // Transitions since clear_transitions(), in the order they happened.
+    const std::vector<StatusTransition>& transitions() const { return transitions_; }
+    void clear_transitions() { transitions_.clear(); }
+
 private:
     struct PhaseAResult;
     struct StepState;
@@ -63,7 +75,7 @@ private:
     int inflight_prefill_reserved_blocks() const;
     KVCacheBlocks blocks_of(const std::string& req_id) const;
 
-    bool check_stop(Request& request) const;
+    bool check_stop(Request& request);
     void free_request(Request& request, bool delay_free_blocks);
     void free_blocks(Request& request);
     void update_from_kv_xfer_finished(const KVConnectorOutput& output);
@@ -72,6 +84,7 @@ private:
                                    std::set<BlockId>& marked);
 
     Request& request(const std::string& id);
+    void set_status(Request& request, RequestStatus status);
     std::deque<std::string>& select_waiting_queue();
     void remove_from_waiting_queues(const std::set<std::string>& ids);
 
@@ -90,6 +103,7 @@ private:
     std::set<std::string> finished_recving_kv_req_ids_;
     std::set<std::string> failed_recving_kv_req_ids_;
     std::set<std::string> inflight_prefills_;
+    std::vector<StatusTransition> transitions_;
 };
 
 }  // namespace kvsim

@@ -95,6 +95,7 @@ void Engine::run_step(int step) {
     last_step_ = step;
     log_.set_step(step);
     faults_.set_step(step);
+    scheduler_->clear_transitions();
     apply_events(step);
     const SchedulerOutput output = scheduler_->schedule(step);
     const ModelRunnerOutput runner_output = execute_model(step, output);
