@@ -20,6 +20,10 @@ void WorkerAccessChecker::save_emitted(const SaveJob& job) {
         return;
     }
     const auto table = kvm.get_block_ids(job.req_id);
+    auto& generations = emitted_generations_[key_of(job)];
+    generations.clear();
+    if (!job.block_ids.empty())
+        for (BlockId b : job.block_ids.front()) generations.push_back(kvm.block_pool().block(b).generation);
     std::vector<BlockId> foreign;
     for (const auto& group : job.block_ids)
         for (BlockId b : group)
@@ -37,44 +41,32 @@ void WorkerAccessChecker::save_emitted(const SaveJob& job) {
                                            job.token_end, named, job.block_ids.size())});
 }
 
-bool WorkerAccessChecker::holds_request_kv(const std::string& req_id, std::size_t index, BlockId block,
-                                           const std::vector<BlockHash>& hashes) const {
-    const KVCacheManager& kvm = scheduler_.kv_cache_manager();
-    const KVCacheBlock& b = kvm.block_pool().block(block);
-    if (b.ref_cnt <= 0) return false;  // freed: anything may be written into it next
-    if (scheduler_.requests().contains(req_id)) {
-        const auto table = kvm.get_block_ids(req_id);
-        if (index < table.size() && table[index] == block) return true;
-    }
-    // A pinned or shared prefix block still carrying this request's hash at that position.
-    return index < hashes.size() && b.hash && *b.hash == hashes[index];
-}
-
-void WorkerAccessChecker::check_read(const std::string& what, const std::string& req_id,
-                                     const std::vector<BlockId>& blocks, std::size_t first_index,
-                                     const std::vector<BlockHash>& hashes) {
-    const BlockPool& pool = scheduler_.kv_cache_manager().block_pool();
-    std::vector<BlockId> freed, foreign;
-    for (std::size_t i = first_index; i < blocks.size(); ++i) {
-        const BlockId b = blocks[i];
-        if (b == kNullBlockId || holds_request_kv(req_id, i, b, hashes)) continue;
-        (pool.block(b).ref_cnt <= 0 ? freed : foreign).push_back(b);
-    }
-    if (!freed.empty())
-        violations_.push_back({"read_freed_block", req_id, freed, fmt::format("{} reads blocks that were freed", what)});
-    if (!foreign.empty())
-        violations_.push_back(
-            {"read_foreign_block", req_id, foreign, fmt::format("{} reads blocks now holding other KV", what)});
-}
-
 void WorkerAccessChecker::save_read(const SaveJob& job, int rank) {
     if (job.block_ids.empty()) return;  // nothing named; save_emitted already judged it
-    const int block_size = scheduler_.kv_cache_manager().block_size();
+    const KVCacheManager& kvm = scheduler_.kv_cache_manager();
+    const BlockPool& pool = kvm.block_pool();
+    const int block_size = kvm.block_size();
     const auto& blocks = job.block_ids.front();
     const auto first = static_cast<std::size_t>(job.token_start / block_size);
     const auto end = std::min(blocks.size(), static_cast<std::size_t>((job.token_end + block_size - 1) / block_size));
-    const std::vector<BlockId> read(blocks.begin(), blocks.begin() + static_cast<std::ptrdiff_t>(std::max(first, end)));
-    check_read(fmt::format("rank {} of store job {}", rank, job.job_id), job.req_id, read, first, job.block_hashes);
+    const auto emitted = emitted_generations_.find(key_of(job));
+    std::vector<BlockId> freed, foreign;
+    for (std::size_t i = first; i < end; ++i) {
+        const BlockId b = blocks[i];
+        if (b == kNullBlockId) continue;
+        const KVCacheBlock& block = pool.block(b);
+        if (block.ref_cnt <= 0) {
+            freed.push_back(b);  // free: the next allocation may overwrite it at any moment
+        } else if (emitted != emitted_generations_.end() && i < emitted->second.size() &&
+                   emitted->second[i] != block.generation) {
+            foreign.push_back(b);  // handed out again since the job was emitted
+        }
+    }
+    const std::string what = fmt::format("rank {} of store job {}", rank, job.job_id);
+    if (!freed.empty())
+        violations_.push_back({"read_freed_block", job.req_id, freed, what + " reads blocks that were freed"});
+    if (!foreign.empty())
+        violations_.push_back({"read_foreign_block", job.req_id, foreign, what + " reads blocks now holding other KV"});
 }
 
 void WorkerAccessChecker::send_read(const std::string& req_id, const std::vector<BlockId>& blocks) {

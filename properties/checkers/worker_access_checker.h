@@ -6,6 +6,9 @@
 // - save_read / send_read: a rank never reads a block that was freed or now holds
 //   another request's KV;
 // - load_written: a load writes only into blocks its request owns.
+#include <cstdint>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "properties/checkers/checker.h"
@@ -29,14 +32,15 @@ public:
     std::vector<Violation> take_violations();
 
 private:
-    // Whether `block` at table position `index` still holds req_id's KV for that position.
-    bool holds_request_kv(const std::string& req_id, std::size_t index, BlockId block,
-                          const std::vector<BlockHash>& hashes) const;
-    void check_read(const std::string& what, const std::string& req_id, const std::vector<BlockId>& blocks,
-                    std::size_t first_index, const std::vector<BlockHash>& hashes);
+    // (request, job id, token range): identifies a save job between emission and its reads.
+    using JobKey = std::tuple<std::string, std::int64_t, int, int>;
+    static JobKey key_of(const SaveJob& job) { return {job.req_id, job.job_id, job.token_start, job.token_end}; }
 
     const Scheduler& scheduler_;
     std::vector<Violation> violations_;
+    // Block generations (BlockPool reuse counters) of each job's blocks when it was emitted:
+    // a block whose generation changed since was handed out again and holds other KV.
+    std::map<JobKey, std::vector<std::uint64_t>> emitted_generations_;
 };
 
 }  // namespace kvsim

@@ -13,5 +13,8 @@ Command add_run_command(CLI::App& app);
 Command add_variants_command(CLI::App& app);
 Command add_format_command(CLI::App& app);
 Command add_matrix_command(CLI::App& app);
+Command add_coverage_command(CLI::App& app);
+Command add_minimize_command(CLI::App& app);
+Command add_explore_command(CLI::App& app);
 
 }  // namespace kvsim::cli

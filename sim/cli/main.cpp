@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
     commands["variants"] = kvsim::cli::add_variants_command(app);
     commands["format"] = kvsim::cli::add_format_command(app);
     commands["matrix"] = kvsim::cli::add_matrix_command(app);
+    commands["coverage"] = kvsim::cli::add_coverage_command(app);
+    commands["minimize"] = kvsim::cli::add_minimize_command(app);
+    commands["explore"] = kvsim::cli::add_explore_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -48,6 +48,7 @@ std::vector<BlockId> BlockPool::get_new_blocks(std::uint32_t n) {
         require(b.ref_cnt == 0, "block {} came off the free queue with ref_cnt {}", id, b.ref_cnt);
         require(!b.is_null, "the null block came off the free queue");
         b.ref_cnt = 1;
+        ++b.generation;
     }
     return ret;
 }

@@ -18,6 +18,10 @@ struct KVCacheBlock {
     int ref_cnt = 0;
     std::optional<BlockHash> hash;
     bool is_null = false;
+    // kvsim bookkeeping, not upstream: bumped each time get_new_blocks hands the block out,
+    // i.e. each time new KV may be written into it. Checkers compare generations to tell
+    // "still this request's KV" from "reused".
+    std::uint64_t generation = 0;
 };
 
 class BlockPool {

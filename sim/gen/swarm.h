@@ -1,0 +1,131 @@
+#pragma once
+// Swarm-style random traces for `kvsim explore` (DESIGN §7, §8).
+//
+// Swarm testing (Groce et al., ISSTA 2012; TigerBeetle's VOPR): instead of one fixed mix of
+// features, every seed first draws its own knobs (connector stack and roles, pool pressure,
+// block size, chunking, prefix sharing, store contents, arrival pattern, abort and fault
+// rates), then a small trace under those knobs. Some seeds starve the pool, some never abort,
+// some flood one fault kind: each seed explores a different corner, instead of all of them
+// averaging to the same middle.
+//
+// Every random choice comes from the run's Prng (sim/common/prng.h), never from a
+// std::*_distribution, so a seed gives the same trace on every compiler and library:
+// trace_for_seed(S, options) is the reproduction contract of `kvsim explore --seed S`.
+//
+// Every generated trace is valid (validate_trace accepts it; it round-trips through
+// print_trace/parse_trace) and is built so that a correct model can pass it: prompts are
+// below max_model_len, one request alone always fits the pool, remote_prefill only goes to a
+// p2p connector that is not a kv_producer (upstream asserts on that misconfiguration),
+// faults fall in an early window so a liveness phase without faults follows, and max_steps
+// leaves room for everything to drain.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sim/common/prng.h"
+#include "sim/trace/trace.h"
+
+namespace kvsim {
+
+// The kv_role every generated connector gets: `any` draws one per connector.
+enum class RoleChoice { any, kv_consumer, kv_both, kv_producer };
+std::string_view to_string(RoleChoice choice);
+std::optional<RoleChoice> parse_role_choice(std::string_view text);
+
+struct SwarmOptions {
+    RoleChoice role = RoleChoice::any;
+    // Written to the trace's run line (empty: none). It changes no draw: the same seed gives
+    // the same trace under every variant, apart from that line.
+    std::string variant;
+};
+
+// The connector lines, in file order (MultiConnector children in that order).
+enum class SwarmStack { store, p2p, p2p_store, store_p2p };
+std::string_view to_string(SwarmStack stack);
+
+// num_blocks relative to the requests' demand: roomy fits everyone at once, starved fits
+// the largest request alone (preemption, allocation failure and admission stalls).
+enum class PoolPressure { roomy, moderate, tight, starved };
+std::string_view to_string(PoolPressure pressure);
+
+enum class ArrivalPattern { burst, steady, random };
+std::string_view to_string(ArrivalPattern pattern);
+
+// The per-seed knobs. Percentages are 0..100.
+struct SwarmConfig {
+    std::uint64_t run_seed = 1;  // the trace's `run seed=`; trace_for_seed sets it to the seed
+    std::string variant;         // the trace's `run variant=` (may be empty)
+
+    // Connectors.
+    SwarmStack stack = SwarmStack::store;
+    KvRole p2p_role = KvRole::kv_consumer;
+    KvRole store_role = KvRole::kv_consumer;
+    bool save_decode_cache = false;
+    bool load_async = true;
+    bool lookup_async = false;
+    bool enable_lookup = true;
+
+    // Worker.
+    int ranks = 1;
+    int store_delay_min = 1;
+    int store_delay_max = 1;
+    int load_delay_min = 1;
+    int load_delay_max = 1;
+    int pull_delay = 1;
+
+    // Engine.
+    int block_size = 16;
+    PoolPressure pressure = PoolPressure::roomy;
+    bool chunked_prefill = true;
+    bool prefix_caching = true;
+    bool reserve_full_isl = true;
+    int max_batched_tokens = 2048;  // raised to max_model_len when chunked_prefill is off
+    int long_prefill_threshold = 0;
+    int max_running = 16;
+    int model_len_slack = 256;  // max_model_len = longest prompt + 1 + slack (0: requests hit the length cap)
+
+    // Requests.
+    int num_requests = 1;
+    int num_prefixes = 1;       // shared prompt segments p0..p{n-1}
+    int max_prefix_blocks = 2;  // a shared prefix has 1..max_prefix_blocks full blocks (+ sometimes a partial one)
+    int max_suffix_tokens = 8;  // each request's own segment q<i>: 1..max_suffix_tokens tokens
+    int max_output_tokens = 8;
+    int share_pct = 50;           // a prompt starts with a shared prefix
+    int store_prefix_pct = 50;    // a shared prefix is in the store
+    int store_prompt_pct = 0;     // a whole prompt (prefix + own segment) is in the store
+    int remote_prefill_pct = 0;   // needs a p2p connector that is not kv_producer
+    int remote_decode_pct = 0;    // needs a p2p connector that is kv_producer or kv_both
+    ArrivalPattern arrival = ArrivalPattern::burst;
+    int arrival_gap = 1;          // steady: the gap; random: the largest gap
+    int abort_pct = 0;
+
+    // Faults, only at steps below fault_window (then a liveness phase).
+    int store_delay_pct = 0;     // per rank
+    int store_fail_pct = 0;      // per rank
+    int load_fail_pct = 0;       // per request
+    int lookup_pending_pct = 0;  // per request
+    int fault_window = 0;
+
+    bool has_p2p() const { return stack != SwarmStack::store; }
+    bool has_store() const { return stack != SwarmStack::p2p; }
+    bool operator==(const SwarmConfig&) const = default;
+};
+
+// Draws one seed's knobs.
+SwarmConfig draw_swarm(Prng& prng, const SwarmOptions& options);
+// Draws a trace under the knobs; validate_trace accepts it.
+Trace generate_trace(Prng& prng, const SwarmConfig& config);
+// One Prng(seed): draw_swarm, then generate_trace, with `run seed=<seed>`.
+Trace trace_for_seed(std::uint64_t seed, const SwarmOptions& options);
+// The same with its knobs, for a header comment.
+struct SwarmCase {
+    SwarmConfig config;
+    Trace trace;
+};
+SwarmCase swarm_case_for_seed(std::uint64_t seed, const SwarmOptions& options);
+
+// One line naming the knobs (no newline), e.g. for a `#` comment above a written trace.
+std::string describe(const SwarmConfig& config);
+
+}  // namespace kvsim
