@@ -6,6 +6,7 @@
 
 #include "properties/checkers/checker.h"
 #include "properties/checkers/worker_access_checker.h"
+#include "properties/lifecycle/lifecycle_graph.h"
 #include "sim/common/upstream_assertion.h"
 #include "sim/engine/engine.h"
 
@@ -17,6 +18,10 @@ std::string describe(const Violation& v) {
     if (!v.request.empty()) text += fmt::format(" request={}", v.request);
     if (!v.blocks.empty()) text += fmt::format(" blocks={}", format_blocks(v.blocks));
     return text + ": " + v.detail;
+}
+
+void record_transitions(const Engine& engine, RunResult& result) {
+    for (const StatusTransition& t : engine.scheduler().transitions()) result.lifecycle_edges.insert(transition_key(t));
 }
 
 int count_unfinished(const Engine& engine) {
@@ -47,6 +52,7 @@ RunResult run_once(const Trace& trace, const Variant& variant) {
         try {
             engine.run_step(step);
         } catch (const UpstreamAssertion& assertion) {
+            record_transitions(engine, result);
             engine.log().emitf("crash", "{}: AssertionError: {}", assertion.site(), assertion.what());
             result.verdict = Verdict::crash;
             result.signature = "crash:" + assertion.id();
@@ -54,12 +60,14 @@ RunResult run_once(const Trace& trace, const Variant& variant) {
             result.steps = step + 1;
             break;
         } catch (const std::logic_error& bug) {
+            record_transitions(engine, result);
             engine.log().emitf("internal", "{}", bug.what());
             result.internal_error = true;
             result.message = fmt::format("step {}: kvsim internal error: {}", step, bug.what());
             result.steps = step + 1;
             break;
         }
+        record_transitions(engine, result);
         std::vector<Violation> violations = access_checker.take_violations();
         for (const auto& checker : checkers) checker->check(engine, violations);
         if (!violations.empty()) {

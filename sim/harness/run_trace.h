@@ -2,6 +2,7 @@
 // One run of a trace under one variant, with every checker after every step.
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "sim/trace/trace.h"
@@ -17,6 +18,10 @@ struct RunResult {
     std::string log;
     std::uint64_t digest = 0;
     bool internal_error = false;  // kvsim's own model precondition failed
+    // Request lifecycle transitions the run made, as "FROM->TO" keys (transition_key in
+    // properties/lifecycle/lifecycle_graph.h): the lifecycle coverage of this trace. A key that is
+    // not a lifecycle edge is also a lifecycle_transition violation.
+    std::set<std::string> lifecycle_edges;
 };
 
 struct RunOptions {

@@ -1,0 +1,180 @@
+#include "properties/lifecycle/lifecycle_graph.h"
+
+#include <boost/graph/breadth_first_search.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/core/scheduler.h"
+
+namespace kvsim {
+namespace {
+
+constexpr std::array<std::string_view, kNumLifecycleStates> kStateNames = {
+    "NEW",
+    "WAITING",
+    "WAITING_FOR_REMOTE_KVS",
+    "RUNNING",
+    "PREEMPTED",
+    "FINISHED_STOPPED",
+    "FINISHED_LENGTH_CAPPED",
+    "FINISHED_ABORTED",
+    "FINISHED_IGNORED",
+    "FINISHED_ERROR",
+    "FREED",
+};
+
+std::size_t vertex_of(LifecycleState state) { return static_cast<std::size_t>(state); }
+
+using Vertex = boost::graph_traits<LifecycleGraphType>::vertex_descriptor;
+
+class ReachVisitor : public boost::default_bfs_visitor {
+public:
+    explicit ReachVisitor(std::vector<bool>& seen) : seen_(&seen) {}
+    void discover_vertex(Vertex v, const LifecycleGraphType&) const { (*seen_)[v] = true; }
+
+private:
+    std::vector<bool>* seen_;
+};
+
+}  // namespace
+
+std::string_view to_string(LifecycleState state) {
+    const auto i = static_cast<std::size_t>(state);
+    if (i >= kStateNames.size()) throw std::logic_error("to_string: LifecycleState out of range");
+    return kStateNames[i];
+}
+
+std::optional<LifecycleState> parse_lifecycle_state(std::string_view name) {
+    for (std::size_t i = 0; i < kStateNames.size(); ++i)
+        if (kStateNames[i] == name) return static_cast<LifecycleState>(i);
+    return std::nullopt;
+}
+
+LifecycleState lifecycle_state(RequestStatus status) {
+    switch (status) {
+        case RequestStatus::waiting: return LifecycleState::waiting;
+        case RequestStatus::waiting_for_remote_kvs: return LifecycleState::waiting_for_remote_kvs;
+        case RequestStatus::running: return LifecycleState::running;
+        case RequestStatus::preempted: return LifecycleState::preempted;
+        case RequestStatus::finished_stopped: return LifecycleState::finished_stopped;
+        case RequestStatus::finished_length_capped: return LifecycleState::finished_length_capped;
+        case RequestStatus::finished_aborted: return LifecycleState::finished_aborted;
+        case RequestStatus::finished_ignored: return LifecycleState::finished_ignored;
+        case RequestStatus::finished_error: return LifecycleState::finished_error;
+    }
+    throw std::logic_error("lifecycle_state: RequestStatus value is not an enumerator");
+}
+
+LifecycleState from_state(const std::optional<RequestStatus>& from) {
+    return from ? lifecycle_state(*from) : LifecycleState::new_request;
+}
+
+LifecycleState to_state(const std::optional<RequestStatus>& to) {
+    return to ? lifecycle_state(*to) : LifecycleState::freed;
+}
+
+std::string transition_key(LifecycleState from, LifecycleState to) {
+    std::string key(to_string(from));
+    key += "->";
+    key += to_string(to);
+    return key;
+}
+
+std::string transition_key(const StatusTransition& transition) {
+    return transition_key(from_state(transition.from), to_state(transition.to));
+}
+
+const LifecycleGraph& LifecycleGraph::upstream() {
+    static const LifecycleGraph graph;
+    return graph;
+}
+
+// Reference core_scheduler.md §1.2 (REQ dba83d52, S-new copy 66053724462), as the model makes
+// the transitions: Scheduler::add_request, schedule_waiting (admit / park), the promotion in
+// try_promote_blocked_waiting_request, preempt_request, check_stop, finish_requests, free_blocks.
+LifecycleGraph::LifecycleGraph() {
+    using S = LifecycleState;
+    for (int i = 0; i < kNumLifecycleStates; ++i) boost::add_vertex(LifecycleVertex{static_cast<S>(i)}, graph_);
+
+    add(S::new_request, S::waiting, "add_request", "Scheduler.add_request: appended to the waiting queue");
+
+    add(S::waiting, S::running, "schedule_new", "Scheduler.schedule waiting loop: allocate_slots succeeded (new request)");
+    add(S::waiting, S::waiting_for_remote_kvs, "park_async_load",
+        "Scheduler.schedule: the connector loads asynchronously (load_kv_async); parked in skipped_waiting");
+    add(S::waiting, S::finished_aborted, "abort_waiting", "Scheduler.finish_requests(FINISHED_ABORTED) on a waiting request");
+    add(S::waiting, S::finished_error, "error_waiting",
+        "Scheduler.finish_requests(FINISHED_ERROR): KV-load failure policy=fail, grammar error", false);
+
+    add(S::waiting_for_remote_kvs, S::waiting, "promote",
+        "Scheduler.schedule: id in finished_recving_kv_req_ids, _update_waiting_for_remote_kv (num_preemptions == 0)");
+    add(S::waiting_for_remote_kvs, S::preempted, "promote_preempted",
+        "Scheduler.schedule: id in finished_recving_kv_req_ids, _update_waiting_for_remote_kv (num_preemptions > 0)");
+    add(S::waiting_for_remote_kvs, S::finished_aborted, "abort_waiting_for_remote_kvs",
+        "Scheduler.finish_requests(FINISHED_ABORTED) while the load is in flight or done");
+    add(S::waiting_for_remote_kvs, S::finished_error, "error_waiting_for_remote_kvs",
+        "Scheduler.finish_requests(FINISHED_ERROR): KV-load failure policy=fail", false);
+
+    add(S::running, S::preempted, "preempt", "Scheduler._preempt_request: allocate_slots failed in the running loop");
+    add(S::running, S::finished_stopped, "stop", "update_from_output -> check_stop: EOS or a stop token", false);
+    add(S::running, S::finished_length_capped, "length_capped",
+        "update_from_output -> check_stop: max_tokens or max_model_len reached");
+    add(S::running, S::finished_aborted, "abort_running", "Scheduler.finish_requests(FINISHED_ABORTED) on a running request");
+    add(S::running, S::finished_error, "error_running", "Scheduler.finish_requests(FINISHED_ERROR)", false);
+
+    add(S::preempted, S::running, "schedule_resumed", "Scheduler.schedule waiting loop: allocate_slots succeeded (resumed)");
+    add(S::preempted, S::waiting_for_remote_kvs, "park_async_load_resumed",
+        "Scheduler.schedule: a preempted request's external hit loads asynchronously again");
+    add(S::preempted, S::finished_aborted, "abort_preempted", "Scheduler.finish_requests(FINISHED_ABORTED) on a preempted request");
+    add(S::preempted, S::finished_error, "error_preempted", "Scheduler.finish_requests(FINISHED_ERROR)", false);
+
+    add(S::finished_stopped, S::freed, "free_stopped", "Scheduler._free_blocks (at once or after a delayed free)", false);
+    add(S::finished_length_capped, S::freed, "free_length_capped",
+        "Scheduler._free_blocks: at once, or on finished_sending after a delayed free");
+    add(S::finished_aborted, S::freed, "free_aborted",
+        "Scheduler._free_blocks: at once, or on finished_recving / finished_sending after a delayed free");
+    add(S::finished_error, S::freed, "free_error", "Scheduler._free_blocks", false);
+
+    auto [first, last] = boost::edges(graph_);
+    for (auto it = first; it != last; ++it) {
+        const LifecycleEdge& e = graph_[*it];
+        const S from = graph_[boost::source(*it, graph_)].state;
+        const S to = graph_[boost::target(*it, graph_)].state;
+        edges_.push_back({from, to, transition_key(from, to), e.name, e.trigger, e.modelled});
+    }
+}
+
+void LifecycleGraph::add(LifecycleState from, LifecycleState to, std::string name, std::string trigger, bool modelled) {
+    if (is_edge(from, to)) throw std::logic_error("LifecycleGraph: duplicate edge " + transition_key(from, to));
+    boost::add_edge(vertex_of(from), vertex_of(to), LifecycleEdge{std::move(name), std::move(trigger), modelled}, graph_);
+}
+
+bool LifecycleGraph::is_edge(LifecycleState from, LifecycleState to) const {
+    return boost::edge(vertex_of(from), vertex_of(to), graph_).second;
+}
+
+bool LifecycleGraph::is_edge(const StatusTransition& transition) const {
+    return is_edge(from_state(transition.from), to_state(transition.to));
+}
+
+const LifecycleEdgeInfo* LifecycleGraph::find_edge(LifecycleState from, LifecycleState to) const {
+    const auto it = std::find_if(edges_.begin(), edges_.end(),
+                                 [&](const LifecycleEdgeInfo& e) { return e.from == from && e.to == to; });
+    return it == edges_.end() ? nullptr : &*it;
+}
+
+const LifecycleEdgeInfo* LifecycleGraph::find_edge(std::string_view key) const {
+    const auto it = std::find_if(edges_.begin(), edges_.end(), [&](const LifecycleEdgeInfo& e) { return e.key == key; });
+    return it == edges_.end() ? nullptr : &*it;
+}
+
+std::vector<LifecycleState> LifecycleGraph::reachable_from(LifecycleState start) const {
+    std::vector<bool> seen(boost::num_vertices(graph_), false);
+    boost::breadth_first_search(graph_, vertex_of(start), boost::visitor(ReachVisitor(seen)));
+    std::vector<LifecycleState> out;
+    for (std::size_t v = 0; v < seen.size(); ++v)
+        if (seen[v]) out.push_back(graph_[v].state);
+    return out;
+}
+
+}  // namespace kvsim

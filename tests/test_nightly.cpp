@@ -1,0 +1,171 @@
+// scripts/nightly end to end with a stub in place of the libFuzzer binary: the stub writes the
+// crash artifacts a test plants (plant-canary for the canary session, plant-<variant> for a
+// variant's session), one fork-mode stats line and one corpus input, then exits. The real
+// kvsim triages, minimises, measures coverage and writes the report.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_runner.h"
+
+using namespace kvsim::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kRepo = KVSIM_SOURCE_DIR;
+
+const std::string kStubFuzzer = R"STUB(#!/usr/bin/env bash
+# stub libFuzzer (tests/test_nightly.cpp)
+here=$(cd "$(dirname "$0")" && pwd)
+prefix="" canary=0 dirs=()
+for a in "$@"; do
+  case $a in
+    -artifact_prefix=*) prefix=${a#*=} ;;
+    -seed=1) canary=1 ;;
+    -*) ;;
+    *) dirs+=("$a") ;;
+  esac
+done
+echo "INFO: -fork=1: stub fuzzer for $KVSIM_FUZZ_VARIANT"
+plant=$here/plant-$KVSIM_FUZZ_VARIANT
+((canary)) && plant=$here/plant-canary
+[[ -f $plant ]] && cp "$plant" "${prefix}crash-$(sha1sum <"$plant" | cut -c1-40)"
+((canary)) || echo "not a trace" >"${dirs[0]}/stub-input"
+echo "#1234: cov: 10 ft: 20 corp: 5 exec/s 617 oom/timeout/crash: 0/0/1 time: 2s job: 1 dft_time: 0"
+sleep 1
+exit 0
+)STUB";
+
+const std::string kSeed000 = R"(kvsim-trace 1
+engine block_size=16 num_blocks=64
+run seed=3 max_steps=100
+connector p2p role=kv_consumer
+connector store role=kv_consumer
+segment prompt len=48
+segment other len=20
+store prefix=prompt
+@0 arrive bystander prompt=other max_tokens=5
+@1 arrive r1 prompt=prompt max_tokens=4 remote_prefill=on
+)";
+
+// A liveness finding under any variant: the store lookup of r1 stays pending past max_steps.
+const std::string kLiveness = R"(kvsim-trace 1
+engine block_size=16 num_blocks=64
+run seed=1 max_steps=60
+connector store role=kv_both lookup_async=on
+segment p len=40
+store prefix=p
+@0 arrive r1 prompt=p max_tokens=3
+@0 fault lookup_pending request=r1 steps=5000
+)";
+
+struct Campaign {
+    fs::path dir;
+    explicit Campaign(const std::string& name) : dir(scratch_dir() / name) {
+        fs::remove_all(dir);
+        fs::create_directories(dir / "stub");
+        write("stub/fuzzer", kStubFuzzer);
+        fs::permissions(dir / "stub" / "fuzzer", fs::perms::owner_all);
+        write("known.txt", "v0.29.0 crash:missing_current_block_table seed 000\n");
+    }
+    void write(const std::string& name, const std::string& text) const {
+        std::ofstream(dir / name, std::ios::binary) << text;
+    }
+    CliResult run() const {
+        const auto out = dir / "nightly.out";
+        const std::string command = "cd " + kRepo + " && scripts/nightly --minutes 0.2 --variants v0.29.0,v0.30.0 " +
+                                    "--jobs 1 --canary-seconds 5 --no-build --fuzzer " + (dir / "stub" / "fuzzer").string() +
+                                    " --kvsim " + KVSIM_BINARY + " --known " + (dir / "known.txt").string() +
+                                    " --workdir " + (dir / "work").string() + " >" + out.string() + " 2>&1";
+        const int status = std::system(command.c_str());
+        CliResult r;
+        r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        r.out = slurp(out);
+        return r;
+    }
+    nlohmann::json report() const { return nlohmann::json::parse(slurp(dir / "work" / "report.json")); }
+    std::string report_md() const { return slurp(dir / "work" / "report.md"); }
+};
+
+}  // namespace
+
+TEST_CASE("nightly with a stub fuzzer: canary passes and no new finding on the clean variant exits 0", "[triage][nightly]") {
+    const Campaign c("nightly-clean");
+    c.write("stub/plant-canary", kSeed000);
+    c.write("stub/plant-v0.29.0", kSeed000);
+    const auto r = c.run();
+    INFO(r.out);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE_THAT(r.out, Catch::Contains("[canary] PASSED: crash:missing_current_block_table") &&
+                            Catch::Contains("[v0.30.0] fuzzing for") && Catch::Contains("writing the report"));
+    const auto j = c.report();
+    REQUIRE(j["status"] == "clean");
+    REQUIRE(j["canary"]["status"] == "passed");
+    REQUIRE(j["canary"]["findings"][0]["signature"] == "crash:missing_current_block_table");
+    REQUIRE(j["variants"].size() == 2);
+    const auto& v29 = j["variants"][0];
+    REQUIRE(v29["variant"] == "v0.29.0");
+    REQUIRE(v29["expected_clean"] == false);
+    REQUIRE(v29["executions"] == 1234);
+    REQUIRE(v29["exec_per_sec"] == 617);
+    REQUIRE(v29["corpus_after"] == 1);
+    REQUIRE(v29["findings_known"] == 1);
+    REQUIRE(v29["findings"][0]["status"] == "known");
+    const auto& v30 = j["variants"][1];
+    REQUIRE(v30["expected_clean"] == true);
+    REQUIRE(v30["findings"].empty());
+    REQUIRE(v30["coverage"]["traces_run"].get<int>() >= 13);  // the seeds under corpus/
+    REQUIRE(v30["coverage"]["rejected"] == 1);                // the stub's corpus input
+    REQUIRE(v30["coverage"]["exercised"].size() > 5);
+    const std::string md = c.report_md();
+    REQUIRE_THAT(md, Catch::Contains("**OK: no new finding on a variant expected clean** (exit 0)") &&
+                         Catch::Contains("| v0.30.0 | clean |") && Catch::Contains("## Lifecycle coverage") &&
+                         Catch::Contains("| NEW->WAITING | add_request |"));
+    // the finding replays with the command the report prints
+    const std::string repro = v29["findings"][0]["repro"];
+    const int status = std::system(("cd " + kRepo + " && " + repro + " --quiet >/dev/null").c_str());
+    REQUIRE(WEXITSTATUS(status) == 2);
+}
+
+TEST_CASE("nightly with a stub fuzzer: a new finding on a clean variant exits 1", "[triage][nightly]") {
+    const Campaign c("nightly-new");
+    c.write("stub/plant-canary", kSeed000);
+    c.write("stub/plant-v0.30.0", kLiveness);
+    const auto r = c.run();
+    INFO(r.out);
+    REQUIRE(r.exit_code == 1);
+    REQUIRE_THAT(r.out, Catch::Contains("nightly: NEW v0.30.0 liveness:requests_not_finished: ") &&
+                            Catch::Contains("FAIL: 1 new finding(s) on a variant expected clean (exit 1)"));
+    const auto j = c.report();
+    REQUIRE(j["status"] == "new_findings");
+    REQUIRE(j["findings_new"] == 1);
+    const auto& f = j["variants"][1]["findings"][0];
+    REQUIRE(f["signature"] == "liveness:requests_not_finished");
+    REQUIRE(f["first_seen_this_run"] == true);
+    const std::string trace = slurp(fs::path(f["dir"].get<std::string>()) / "trace");
+    REQUIRE_THAT(trace, Catch::Contains("expect v0.30.0 liveness signature=liveness:requests_not_finished"));
+    REQUIRE_THAT(c.report_md(), Catch::Contains("**NEW** `liveness:requests_not_finished`"));
+}
+
+TEST_CASE("nightly with a stub fuzzer: a canary that finds nothing fails loudly with exit 2", "[triage][nightly]") {
+    const Campaign c("nightly-canary");
+    const auto r = c.run();
+    INFO(r.out);
+    REQUIRE(r.exit_code == 2);
+    REQUIRE_THAT(r.out, Catch::Contains("CANARY FAILED") && Catch::Contains("FAIL: CANARY FAILED (exit 2)"));
+    const auto j = c.report();
+    REQUIRE(j["status"] == "canary_failed");
+    REQUIRE(j["canary"]["status"] == "failed");
+    REQUIRE_THAT(c.report_md(), Catch::Contains("FAIL: the canary did not find crash:missing_current_block_table"));
+}
+
+TEST_CASE("nightly rejects a bad command line with exit 64", "[triage][nightly]") {
+    const auto r = std::system(("cd " + kRepo + " && scripts/nightly --variants v0.30.0 >/dev/null 2>&1").c_str());
+    REQUIRE(WEXITSTATUS(r) == 64);
+    const auto r2 = std::system(("cd " + kRepo + " && scripts/nightly --minutes x --variants v0.30.0 >/dev/null 2>&1").c_str());
+    REQUIRE(WEXITSTATUS(r2) == 64);
+}
