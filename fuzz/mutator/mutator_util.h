@@ -1,0 +1,87 @@
+#pragma once
+// Helpers shared by trace_repair.cpp and trace_mutator.cpp (not part of the mutator's API).
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/common/prng.h"
+#include "sim/trace/trace.h"
+
+namespace kvsim::fuzz::detail {
+
+inline int between(Prng& rng, int lo, int hi) { return static_cast<int>(rng.between(lo, hi)); }
+
+template <class C>
+auto& pick(Prng& rng, C& container) {
+    return container[static_cast<std::size_t>(rng.below(container.size()))];
+}
+
+inline int cdiv(std::int64_t a, std::int64_t b) { return static_cast<int>((a + b - 1) / b); }
+
+// Segment name -> token count (lookups only, never iterated).
+inline std::unordered_map<std::string, std::int64_t> segment_lengths(const Trace& t) {
+    std::unordered_map<std::string, std::int64_t> out;
+    for (const Segment& s : t.segments) out.emplace(s.name, static_cast<std::int64_t>(s.tokens.size()));
+    return out;
+}
+
+inline std::int64_t sequence_length(const std::unordered_map<std::string, std::int64_t>& lengths,
+                                    const std::vector<std::string>& names) {
+    std::int64_t n = 0;
+    for (const std::string& name : names) {
+        const auto it = lengths.find(name);
+        if (it != lengths.end()) n += it->second;
+    }
+    return n;
+}
+
+inline bool has_connector(const Trace& t, std::string_view kind) {
+    return std::any_of(t.connectors.begin(), t.connectors.end(),
+                       [&](const ConnectorSpec& c) { return c.kind == kind; });
+}
+
+inline const ConnectorSpec* connector_of(const Trace& t, std::string_view kind) {
+    for (const ConnectorSpec& c : t.connectors)
+        if (c.kind == kind) return &c;
+    return nullptr;
+}
+
+// remote_prefill=on: a stand_in, or a p2p connector that is not only a producer (a kv_producer
+// MooncakeConnector asserts on a do_remote_prefill request: a deployment error, not a finding).
+inline bool allows_remote_prefill(const Trace& t) {
+    const ConnectorSpec* p2p = connector_of(t, "p2p");
+    return has_connector(t, "stand_in") || (p2p != nullptr && p2p->role != KvRole::kv_producer);
+}
+
+inline bool allows_remote_decode(const Trace& t) {
+    const ConnectorSpec* p2p = connector_of(t, "p2p");
+    return p2p != nullptr && p2p->role != KvRole::kv_consumer;
+}
+
+// The first name PREFIX<k> (k = 0, 1, ...) that `taken` rejects not.
+template <class Taken>
+std::string fresh_name(std::string_view prefix, Taken taken) {
+    for (int k = 0;; ++k) {
+        std::string name = std::string(prefix) + std::to_string(k);
+        if (!taken(name)) return name;
+    }
+}
+
+inline std::string fresh_segment_name(const Trace& t) {
+    return fresh_name("s", [&](const std::string& n) { return t.find_segment(n) != nullptr; });
+}
+
+inline bool request_exists(const Trace& t, std::string_view id) {
+    for (const Event& e : t.events)
+        if (const auto* a = std::get_if<ArriveEvent>(&e.body); a && a->request_id == id) return true;
+    return false;
+}
+
+inline std::string fresh_request_id(const Trace& t) {
+    return fresh_name("r", [&](const std::string& n) { return request_exists(t, n); });
+}
+
+}  // namespace kvsim::fuzz::detail
