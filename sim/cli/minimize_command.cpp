@@ -7,12 +7,11 @@
 #include <memory>
 
 #include "sim/cli/commands.h"
+#include "sim/cli/trace_and_variant.h"
 #include "sim/cli/verdict_line.h"
 #include "sim/harness/exit_codes.h"
 #include "sim/harness/minimize.h"
 #include "sim/harness/run_trace.h"
-#include "sim/trace/input_error.h"
-#include "sim/trace/trace_parser.h"
 #include "sim/trace/trace_printer.h"
 
 namespace kvsim::cli {
@@ -51,24 +50,12 @@ Command add_minimize_command(CLI::App& app) {
     cmd->add_option("--max-runs", opts->max_runs, "Bound on replays while shrinking")->check(CLI::Range(1, 10'000'000));
 
     return [opts]() -> int {
-        Trace trace;
-        try {
-            trace = parse_trace_file(opts->trace_path);
-        } catch (const InputError& error) {
-            std::cerr << "kvsim: " << error.what() << "\n";
-            return exit_code::kInputError;
-        }
-        const std::string variant_name = opts->variant.empty() ? trace.run.variant : opts->variant;
-        if (variant_name.empty()) {
-            std::cerr << "kvsim: " << opts->trace_path << ": no variant: give --variant or a 'run variant=' line in the trace\n";
-            return exit_code::kUsage;
-        }
-        std::string error;
-        const auto variant = resolve_variant(variant_name, &error);
-        if (!variant) {
-            std::cerr << "kvsim: --variant: " << error << "\n";
-            return exit_code::kUsage;
-        }
+        int failure = 0;
+        auto loaded = load_trace_and_variant(opts->trace_path, opts->variant, &failure);
+        if (!loaded) return failure;
+        Trace& trace = loaded->trace;
+        const std::string& variant_name = loaded->variant_name;
+        const Variant* variant = &loaded->variant;
 
         std::string signature = opts->signature;
         if (signature.empty()) {

@@ -5,11 +5,10 @@
 #include <memory>
 
 #include "sim/cli/commands.h"
+#include "sim/cli/trace_and_variant.h"
 #include "sim/cli/verdict_line.h"
 #include "sim/harness/exit_codes.h"
 #include "sim/harness/run_trace.h"
-#include "sim/trace/input_error.h"
-#include "sim/trace/trace_parser.h"
 
 namespace kvsim::cli {
 
@@ -30,25 +29,13 @@ Command add_run_command(CLI::App& app) {
     cmd->add_flag("--check-determinism", opts->check_determinism, "Replay twice and compare the log digests");
 
     return [opts]() -> int {
-        Trace trace;
-        try {
-            trace = parse_trace_file(opts->trace_path);
-        } catch (const InputError& error) {
-            std::cerr << "kvsim: " << error.what() << "\n";
-            return exit_code::kInputError;
-        }
-        std::string variant_name = opts->variant.empty() ? trace.run.variant : opts->variant;
-        if (variant_name.empty()) {
-            std::cerr << "kvsim: " << opts->trace_path
-                      << ": no variant: give --variant or a 'run variant=' line in the trace\n";
-            return exit_code::kUsage;
-        }
-        std::string error;
-        const auto variant = resolve_variant(variant_name, &error);
-        if (!variant) {
-            std::cerr << "kvsim: --variant: " << error << "\n";
-            return exit_code::kUsage;
-        }
+        int failure = 0;
+        const auto loaded = load_trace_and_variant(opts->trace_path, opts->variant, &failure);
+        if (!loaded) return failure;
+        const Trace& trace = loaded->trace;
+        const std::string& variant_name = loaded->variant_name;
+        const Variant* variant = &loaded->variant;
+
         RunOptions run_options;
         run_options.check_determinism = opts->check_determinism;
         const RunResult result = run_trace(trace, *variant, run_options);
