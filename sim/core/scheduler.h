@@ -61,7 +61,6 @@ public:
     void clear_transitions() { transitions_.clear(); }
 
 private:
-    struct PhaseAResult;
     struct StepState;
 
     void schedule_running(StepState& st);
