@@ -12,13 +12,6 @@
 
 namespace kvsim::testing {
 
-inline Variant variant_named(const std::string& name) {
-    std::string error;
-    auto v = resolve_variant(name, &error);
-    if (!v) throw std::runtime_error(error);
-    return *v;
-}
-
 inline std::vector<TokenId> tokens(int n, int base = 1000) {
     std::vector<TokenId> out;
     for (int i = 0; i < n; ++i) out.push_back(base + i);
@@ -28,7 +21,7 @@ inline std::vector<TokenId> tokens(int n, int base = 1000) {
 struct SchedulerHarness {
     explicit SchedulerHarness(EngineConfig cfg, KVConnectorScheduler* connector = nullptr,
                               const std::string& variant = "v0.30.0")
-        : config(cfg), scheduler(cfg, variant_named(variant), connector, log) {}
+        : config(cfg), scheduler(cfg, require_variant(variant), connector, log) {}
 
     // Distinct token ranges per request unless `base` is given, so prompts share no prefix by accident.
     void add(const std::string& id, int prompt_len, int max_tokens, bool remote_prefill = false, int base = -1) {

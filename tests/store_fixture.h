@@ -19,13 +19,6 @@ namespace kvsim::store_testing {
 using Ids = std::vector<BlockId>;
 using Groups = GroupBlockIds;
 
-inline Variant variant(const std::string& name) {
-    std::string error;
-    auto v = resolve_variant(name, &error);
-    if (!v) throw std::runtime_error(error);
-    return *v;
-}
-
 inline std::vector<TokenId> token_range(int n, int base = 0) {
     std::vector<TokenId> out;
     for (int i = 0; i < n; ++i) out.push_back(base + i);
@@ -82,7 +75,7 @@ inline SchedulerOutput preemption_step(const std::string& id) {
 struct StoreFixture {
     explicit StoreFixture(const std::string& variant_name = "v0.29.0", KvRole role = KvRole::kv_both,
                           int num_workers = 1, bool save_decode_cache = false)
-        : v(variant(variant_name)), pool(64, true, FreeOrder::append_all) {
+        : v(require_variant(variant_name)), pool(64, true, FreeOrder::append_all) {
         engine.block_size = 16;
         spec.kind = "store";
         spec.role = role;

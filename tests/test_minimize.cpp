@@ -21,11 +21,6 @@ const std::string kPaddedSeed000 = kvsim::testing::padded_seed000_trace("v0.29.0
 
 constexpr const char* kSeed000Signature = "crash:missing_current_block_table";
 
-Variant variant(const std::string& name) {
-    std::string error;
-    return *resolve_variant(name, &error);
-}
-
 int count_arrivals(const Trace& t) {
     return static_cast<int>(std::count_if(t.events.begin(), t.events.end(),
                                           [](const Event& e) { return std::holds_alternative<ArriveEvent>(e.body); }));
@@ -35,12 +30,12 @@ int count_arrivals(const Trace& t) {
 
 TEST_CASE("minimize keeps the signature and shrinks a seed 000 trace padded with noise", "[minimize]") {
     const Trace padded = parse_trace(kPaddedSeed000, "padded.trace");
-    REQUIRE(run_trace(padded, variant("v0.29.0")).signature == kSeed000Signature);
+    REQUIRE(run_trace(padded, require_variant("v0.29.0")).signature == kSeed000Signature);
 
     MinimizeStats stats;
     MinimizeOptions options;
     options.stats = &stats;
-    const Trace minimal = minimize_trace(padded, variant("v0.29.0"), kSeed000Signature, options);
+    const Trace minimal = minimize_trace(padded, require_variant("v0.29.0"), kSeed000Signature, options);
 
     REQUIRE(stats.reproduced);
     REQUIRE(stats.events_before == 9);
@@ -48,7 +43,7 @@ TEST_CASE("minimize keeps the signature and shrinks a seed 000 trace padded with
     REQUIRE(stats.bytes_after < stats.bytes_before);
     REQUIRE(stats.runs <= options.max_runs);
     REQUIRE_NOTHROW(validate_trace(minimal));
-    REQUIRE(run_trace(minimal, variant("v0.29.0")).signature == kSeed000Signature);
+    REQUIRE(run_trace(minimal, require_variant("v0.29.0")).signature == kSeed000Signature);
 
     // what is left is the bug itself: one remote-prefill request whose prompt the store holds,
     // under MultiConnector(p2p, store) as kv_consumer
@@ -65,7 +60,7 @@ TEST_CASE("minimize keeps the signature and shrinks a seed 000 trace padded with
     REQUIRE(minimal.workers.ranks == 1);
 
     // deterministic: the same input gives the same minimal trace
-    REQUIRE(print_trace(minimize_trace(padded, variant("v0.29.0"), kSeed000Signature)) == print_trace(minimal));
+    REQUIRE(print_trace(minimize_trace(padded, require_variant("v0.29.0"), kSeed000Signature)) == print_trace(minimal));
 }
 
 TEST_CASE("minimize leaves a trace alone when it does not give the signature", "[minimize]") {
@@ -73,7 +68,7 @@ TEST_CASE("minimize leaves a trace alone when it does not give the signature", "
     MinimizeStats stats;
     MinimizeOptions options;
     options.stats = &stats;
-    const Trace same = minimize_trace(padded, variant("v0.30.0"), kSeed000Signature, options);  // v0.30.0 passes
+    const Trace same = minimize_trace(padded, require_variant("v0.30.0"), kSeed000Signature, options);  // v0.30.0 passes
     REQUIRE_FALSE(stats.reproduced);
     REQUIRE(same == padded);
     REQUIRE(stats.runs == 1);
@@ -85,10 +80,10 @@ TEST_CASE("minimize stops at its replay budget with a trace that still gives the
     MinimizeOptions options;
     options.max_runs = 6;
     options.stats = &stats;
-    const Trace partial = minimize_trace(padded, variant("v0.29.0"), kSeed000Signature, options);
+    const Trace partial = minimize_trace(padded, require_variant("v0.29.0"), kSeed000Signature, options);
     REQUIRE(stats.runs <= 6);
     REQUIRE(stats.budget_exhausted);
-    REQUIRE(run_trace(partial, variant("v0.29.0")).signature == kSeed000Signature);
+    REQUIRE(run_trace(partial, require_variant("v0.29.0")).signature == kSeed000Signature);
 }
 
 TEST_CASE("minimize never lowers max_steps or num_blocks of a liveness finding", "[minimize]") {
@@ -104,17 +99,17 @@ store prefix=p
 @1 arrive r2 prompt=q max_tokens=5
 )",
                                     "liveness.trace");
-    const RunResult before = run_trace(trace, variant("v0.30.0"));
+    const RunResult before = run_trace(trace, require_variant("v0.30.0"));
     REQUIRE(before.signature == "liveness:requests_not_finished");
     MinimizeStats stats;
     MinimizeOptions options;
     options.stats = &stats;
-    const Trace minimal = minimize_trace(trace, variant("v0.30.0"), before.signature, options);
+    const Trace minimal = minimize_trace(trace, require_variant("v0.30.0"), before.signature, options);
     REQUIRE(stats.reproduced);
     REQUIRE(minimal.events.size() == 2);  // r2 is noise; r1 and its pending lookup are the finding
     REQUIRE(minimal.run.max_steps == 60);
     REQUIRE(minimal.engine.num_blocks == 64);
-    REQUIRE(run_trace(minimal, variant("v0.30.0")).signature == before.signature);
+    REQUIRE(run_trace(minimal, require_variant("v0.30.0")).signature == before.signature);
 }
 
 TEST_CASE("kvsim minimize writes the minimal trace with its expect line and it replays", "[minimize]") {

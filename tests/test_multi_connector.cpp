@@ -84,15 +84,8 @@ struct FakeWorker : KVConnectorWorker {
     bool busy() const override { return is_busy; }
 };
 
-Variant variant_named(const std::string& name) {
-    std::string error;
-    auto v = resolve_variant(name, &error);
-    if (!v) throw std::runtime_error(error);
-    return *v;
-}
-
 Variant empty_loser_variant() {
-    Variant v = variant_named("v0.29.0");
+    Variant v = require_variant("v0.29.0");
     v.name = "v0.29.0 with empty loser blocks";
     v.multi_loser_blocks = MultiLoserBlocks::empty;
     return v;
@@ -114,7 +107,7 @@ KVCacheBlocks blocks_of(std::vector<BlockId> all, std::vector<BlockId> unhashed)
 
 // Builds a Multi over fakes and keeps raw pointers for inspection.
 struct MultiRig {
-    explicit MultiRig(std::size_t n, const Variant& variant = variant_named("v0.29.0")) {
+    explicit MultiRig(std::size_t n, const Variant& variant = require_variant("v0.29.0")) {
         std::vector<std::unique_ptr<KVConnectorScheduler>> children;
         for (std::size_t i = 0; i < n; ++i) {
             auto c = std::make_unique<FakeChild>("c" + std::to_string(i));
@@ -136,7 +129,7 @@ struct MultiWorkerRig {
             fakes.push_back(c.get());
             children.push_back(std::move(c));
         }
-        multi = std::make_unique<MultiConnectorWorker>(std::move(children), variant_named("v0.29.0"));
+        multi = std::make_unique<MultiConnectorWorker>(std::move(children), require_variant("v0.29.0"));
     }
     FakeWorker& operator[](std::size_t i) { return *fakes.at(i); }
     std::vector<FakeWorker*> fakes;
@@ -208,7 +201,7 @@ TEST_CASE("multi a pending child short-circuits the lookup", "[multi]") {
 }
 
 TEST_CASE("multi update_state_after_alloc losers get the real blocks with variant real", "[multi]") {
-    MultiRig rig(3, variant_named("v0.29.0"));
+    MultiRig rig(3, require_variant("v0.29.0"));
     rig[1].match = {6, true};
     Request r = make_request("r");
     rig.multi->get_num_new_matched_tokens(r, 4);
@@ -240,7 +233,7 @@ TEST_CASE("multi update_state_after_alloc losers get empty blocks with variant e
 }
 
 TEST_CASE("multi update_state_after_alloc without a chosen child treats all as losers", "[multi]") {
-    for (const Variant& v : {variant_named("v0.29.0"), empty_loser_variant()}) {
+    for (const Variant& v : {require_variant("v0.29.0"), empty_loser_variant()}) {
         MultiRig rig(2, v);
         Request r = make_request("r");
         rig.multi->get_num_new_matched_tokens(r, 0);
@@ -470,7 +463,7 @@ struct Seed000Rig {
 }  // namespace
 
 TEST_CASE("multi seed 000 shape gives the store child zero external tokens", "[multi]") {
-    for (const Variant& v : {variant_named("v0.29.0"), empty_loser_variant()}) {
+    for (const Variant& v : {require_variant("v0.29.0"), empty_loser_variant()}) {
         Seed000Rig rig(v);
         KvTransferParams params;
         params.do_remote_prefill = true;

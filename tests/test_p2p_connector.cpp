@@ -130,7 +130,7 @@ void load_fail(FaultSchedule& faults, const std::string& id) {
 struct EngineRig {
     EngineRig(KvRole role, WorkerConfig workers = {}, const std::string& variant = "v0.29.0")
         : connector(p2p_spec(role), log), worker(p2p_spec(role), env_rig.env),
-          scheduler(engine_config(), resolve(variant), &connector, log) {
+          scheduler(engine_config(), require_variant(variant), &connector, log) {
         env_rig.env.config = workers;
     }
     static EngineConfig engine_config() {
@@ -140,12 +140,6 @@ struct EngineRig {
         cfg.max_batched_tokens = 64;
         cfg.max_model_len = 256;
         return cfg;
-    }
-    static Variant resolve(const std::string& name) {
-        std::string error;
-        auto v = resolve_variant(name, &error);
-        if (!v) throw std::runtime_error(error);
-        return *v;
     }
     void add(const std::string& id, int prompt_len, int max_tokens, KvTransferParams params) {
         scheduler.add_request(std::make_unique<Request>(id, prompt_of(prompt_len, 1000 * ++added), max_tokens, 4,

@@ -704,7 +704,7 @@ TEST_CASE("store with the core scheduler: a partial store hit loads then saves a
     EngineConfig engine;
     engine.block_size = 16;
     engine.num_blocks = 64;
-    const Variant v = variant("v0.29.0");
+    const Variant v = require_variant("v0.29.0");
     ConnectorSpec spec;
     spec.kind = "store";
     spec.role = KvRole::kv_both;

@@ -35,7 +35,7 @@ struct RecordingObserver : WorkerObserver {
 struct WorkerFixture {
     explicit WorkerFixture(const std::string& variant_name = "v0.29.0", int ranks = 1, KvRole role = KvRole::kv_both,
                            bool load_async = true)
-        : v(variant(variant_name)), prng(7) {
+        : v(require_variant(variant_name)), prng(7) {
         engine.block_size = 16;
         spec.kind = "store";
         spec.role = role;

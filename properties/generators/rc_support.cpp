@@ -88,13 +88,6 @@ std::optional<Trace> counterexample_trace(const rc::detail::TestResult& result) 
     return std::nullopt;
 }
 
-Variant variant_named(std::string_view name) {
-    std::string error;
-    auto v = resolve_variant(name, &error);
-    if (!v) throw std::invalid_argument(error);
-    return *v;
-}
-
 std::vector<std::string> findings(const RunResult& result) {
     std::vector<std::string> out;
     // Log lines: "<step> <category padded> <text>"; a violation line's text starts with its id.

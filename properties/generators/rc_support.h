@@ -74,8 +74,6 @@ std::string result_text(const rc::detail::TestResult& result);
 // a trace (the generators print traces via showValue). nullopt when there is none.
 std::optional<Trace> counterexample_trace(const rc::detail::TestResult& result);
 
-Variant variant_named(std::string_view name);
-
 // Every finding of a run: each violation line of the log as "violation:<id>" (a step may
 // report several), the run's signature, and "internal" when kvsim's own model precondition
 // failed. Empty on a clean pass.

@@ -45,8 +45,8 @@ bool has_remote_prefill(const Trace& t) {
 }
 
 void seed000_canary(const std::string& name, KvRole role) {
-    const Variant broken = variant_named("v0.29.0");
-    const Variant fixed = variant_named("v0.29.0+003");
+    const Variant broken = require_variant("v0.29.0");
+    const Variant fixed = require_variant("v0.29.0+003");
     GenOptions options;
     options.roles = {role};
     const Trace cex = require_counterexample(name, [&] {
@@ -80,8 +80,8 @@ TEST_CASE("canary seed 000 crash found for kv_both under v0.29.0", "[property][c
 }
 
 TEST_CASE("canary stale store-job block ids found under v0.27.1", "[property][canary]") {
-    const Variant broken = variant_named("v0.27.1");
-    const Variant clean = variant_named("v0.30.0");
+    const Variant broken = require_variant("v0.27.1");
+    const Variant clean = require_variant("v0.30.0");
     const auto stale = {std::string_view("violation:read_freed_block"), std::string_view("violation:read_foreign_block"),
                         std::string_view("violation:save_block_not_in_snapshot")};
     const Trace cex = require_counterexample("canary stale ids", [&] {

@@ -12,7 +12,7 @@ namespace {
 constexpr int kCases = 300;
 
 void determinism(const std::string& variant_name) {
-    const Variant variant = variant_named(variant_name);
+    const Variant variant = require_variant(variant_name);
     require_property("determinism under " + variant_name, kCases, [&] {
         const Trace trace = *gen_trace();
         RunOptions twice;

@@ -16,7 +16,7 @@ namespace {
 constexpr int kSamples = 600;
 
 TEST_CASE("generators reach every scenario", "[property][generators]") {
-    const Variant variant = variant_named("v0.30.0");
+    const Variant variant = require_variant("v0.30.0");
     const rc::Gen<TraceSpec> gen = gen_trace_spec();
     std::map<std::string, int> seen;
     auto count = [&](const std::string& what) { ++seen[what]; };

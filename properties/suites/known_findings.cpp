@@ -380,7 +380,7 @@ TEST_CASE("known findings: every entry has a witness that still shows it", "[pro
         const std::string text = witness_text(w);
         INFO("witness of " << w.finding << " under " << w.variant << ":\n" << text);
         const Trace trace = parse_trace(text, std::string(w.finding) + ".trace");
-        const Variant variant = variant_named(w.variant);
+        const Variant variant = require_variant(w.variant);
         const RunResult r = run_trace(trace, variant);
         INFO("run: " << to_string(r.verdict) << " " << r.signature << " -- " << r.message);
         const KnownFinding* known = match_known_finding(trace, variant, r);

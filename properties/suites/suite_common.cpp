@@ -55,7 +55,7 @@ void report_property(const std::string& name, const RcSettings& settings, const 
 }
 
 void check_family_property(Family family, const std::string& variant_name, int default_cases) {
-    const Variant variant = variant_named(variant_name);
+    const Variant variant = require_variant(variant_name);
     const std::string what = family == Family::other ? std::string("liveness and verdict pass")
                                                      : std::string(to_string(family));
     require_property(fmt::format("{} under {}", what, variant_name), default_cases, [&] {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <stdexcept>
 
 namespace kvsim {
 namespace {
@@ -116,6 +117,13 @@ std::optional<Variant> resolve_variant(std::string_view name, std::string* error
     }
     v.name = std::string(name);
     return v;
+}
+
+Variant require_variant(std::string_view name) {
+    std::string error;
+    auto v = resolve_variant(name, &error);
+    if (!v) throw std::invalid_argument(error);
+    return *v;
 }
 
 const std::vector<VariantPreset>& variant_presets() {

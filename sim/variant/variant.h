@@ -64,6 +64,8 @@ struct VariantPatch {
 // Resolves "preset[+patch...]". On failure returns nullopt and sets *error to a
 // one-line reason naming the unknown part.
 std::optional<Variant> resolve_variant(std::string_view name, std::string* error);
+// resolve_variant for names that must be valid (tests, generators): throws std::invalid_argument.
+Variant require_variant(std::string_view name);
 
 const std::vector<VariantPreset>& variant_presets();
 const std::vector<VariantPatch>& variant_patches();
