@@ -18,6 +18,28 @@ inline std::vector<TokenId> tokens(int n, int base = 1000) {
     return out;
 }
 
+// One engine step by hand: schedule, sample one token per completed prefill, let `worker`
+// (if any) execute the step and report, else feed `kv` back, then update_from_output.
+inline SchedulerOutput step_engine(Scheduler& scheduler, EventLog& log, int step, KVConnectorWorker* worker = nullptr,
+                                   std::optional<KVConnectorOutput> kv = std::nullopt) {
+    log.set_step(step);
+    SchedulerOutput out = scheduler.schedule(step);
+    ModelRunnerOutput mro;
+    for (const auto& [id, n] : out.num_scheduled_tokens) {
+        auto& sampled = mro.sampled_token_ids[id];
+        const auto* slot = scheduler.requests().find(id);
+        if (slot != nullptr && (*slot)->num_computed_tokens >= (*slot)->num_tokens())
+            sampled.push_back(sampled_token(id, (*slot)->num_tokens()));
+    }
+    if (worker != nullptr) {
+        worker->execute(step, out);
+        kv = worker->get_finished(step, out.finished_req_ids);
+    }
+    mro.kv_connector_output = std::move(kv);
+    scheduler.update_from_output(out, mro);
+    return out;
+}
+
 struct SchedulerHarness {
     explicit SchedulerHarness(EngineConfig cfg, KVConnectorScheduler* connector = nullptr,
                               const std::string& variant = "v0.30.0")
@@ -38,19 +60,7 @@ struct SchedulerHarness {
 
     // One step: schedule, sample one token per completed prefill, feed `kv` back.
     SchedulerOutput run_step(std::optional<KVConnectorOutput> kv = std::nullopt) {
-        log.set_step(step);
-        SchedulerOutput out = scheduler.schedule(step);
-        ModelRunnerOutput mro;
-        for (const auto& [id, n] : out.num_scheduled_tokens) {
-            auto& sampled = mro.sampled_token_ids[id];
-            const auto* slot = scheduler.requests().find(id);
-            if (slot != nullptr && (*slot)->num_computed_tokens >= (*slot)->num_tokens())
-                sampled.push_back(sampled_token(id, (*slot)->num_tokens()));
-        }
-        mro.kv_connector_output = std::move(kv);
-        scheduler.update_from_output(out, mro);
-        ++step;
-        return out;
+        return step_engine(scheduler, log, step++, nullptr, std::move(kv));
     }
 
     EngineConfig config;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "scheduler_fixture.h"
 #include "sim/common/prng.h"
 #include "sim/connector/mooncake/p2p_scheduler.h"
 #include "sim/connector/mooncake/p2p_worker.h"
@@ -432,21 +433,7 @@ struct Seed000Rig {
         cfg.max_model_len = 256;
         scheduler = std::make_unique<Scheduler>(cfg, variant, connector.get(), log);
     }
-    SchedulerOutput run_step() {
-        log.set_step(step);
-        SchedulerOutput out = scheduler->schedule(step);
-        ModelRunnerOutput mro;
-        for (const auto& [id, n] : out.num_scheduled_tokens) {
-            auto& sampled = mro.sampled_token_ids[id];
-            const auto* slot = scheduler->requests().find(id);
-            if (slot != nullptr && (*slot)->num_computed_tokens >= (*slot)->num_tokens()) sampled.push_back(7);
-        }
-        worker->execute(step, out);
-        mro.kv_connector_output = worker->get_finished(step, out.finished_req_ids);
-        scheduler->update_from_output(out, mro);
-        ++step;
-        return out;
-    }
+    SchedulerOutput run_step() { return testing::step_engine(*scheduler, log, step++, worker.get()); }
 
     Prng prng;
     FaultSchedule faults;

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "scheduler_fixture.h"
 #include "sim/common/prng.h"
 #include "sim/common/upstream_assertion.h"
 #include "sim/connector/mooncake/p2p_scheduler.h"
@@ -145,21 +146,7 @@ struct EngineRig {
         scheduler.add_request(std::make_unique<Request>(id, prompt_of(prompt_len, 1000 * ++added), max_tokens, 4,
                                                         step, params));
     }
-    SchedulerOutput run_step() {
-        log.set_step(step);
-        SchedulerOutput out = scheduler.schedule(step);
-        ModelRunnerOutput mro;
-        for (const auto& [id, n] : out.num_scheduled_tokens) {
-            auto& sampled = mro.sampled_token_ids[id];
-            const auto* slot = scheduler.requests().find(id);
-            if (slot != nullptr && (*slot)->num_computed_tokens >= (*slot)->num_tokens()) sampled.push_back(7);
-        }
-        worker.execute(step, out);
-        mro.kv_connector_output = worker.get_finished(step, out.finished_req_ids);
-        scheduler.update_from_output(out, mro);
-        ++step;
-        return out;
-    }
+    SchedulerOutput run_step() { return testing::step_engine(scheduler, log, step++, &worker); }
     const Request& req(const std::string& id) const { return *scheduler.requests().at(id); }
 
     EventLog log;
