@@ -8,6 +8,17 @@
 #include "sim/engine/event_log.h"
 
 namespace kvsim {
+namespace {
+
+// The non-null blocks of `blocks` that `table` does not hold.
+std::vector<BlockId> outside_table(const std::vector<BlockId>& table, const std::vector<BlockId>& blocks) {
+    std::vector<BlockId> outside;
+    for (BlockId b : blocks)
+        if (b != kNullBlockId && std::find(table.begin(), table.end(), b) == table.end()) outside.push_back(b);
+    return outside;
+}
+
+}  // namespace
 
 void WorkerAccessChecker::save_emitted(const SaveJob& job) {
     const KVCacheManager& kvm = scheduler_.kv_cache_manager();
@@ -26,8 +37,7 @@ void WorkerAccessChecker::save_emitted(const SaveJob& job) {
         for (BlockId b : job.block_ids.front()) generations.push_back(kvm.block_pool().block(b).generation);
     std::vector<BlockId> foreign;
     for (const auto& group : job.block_ids)
-        for (BlockId b : group)
-            if (b != kNullBlockId && std::find(table.begin(), table.end(), b) == table.end()) foreign.push_back(b);
+        for (BlockId b : outside_table(table, group)) foreign.push_back(b);
     if (!foreign.empty())
         violations_.push_back({"save_block_not_in_snapshot", job.req_id, foreign,
                                fmt::format("{} names blocks outside the request's current table {}", job_name,
@@ -76,9 +86,7 @@ void WorkerAccessChecker::send_read(const std::string& req_id, const std::vector
         return;
     }
     const auto table = scheduler_.kv_cache_manager().get_block_ids(req_id);
-    std::vector<BlockId> foreign;
-    for (BlockId b : blocks)
-        if (std::find(table.begin(), table.end(), b) == table.end()) foreign.push_back(b);
+    const auto foreign = outside_table(table, blocks);
     if (!foreign.empty())
         violations_.push_back({"read_foreign_block", req_id, foreign, "p2p send reads blocks the request does not hold"});
 }
@@ -87,9 +95,7 @@ void WorkerAccessChecker::load_written(const std::string& req_id, const std::vec
                                        std::string_view source) {
     const auto* slot = scheduler_.requests().find(req_id);
     const auto table = slot != nullptr ? scheduler_.kv_cache_manager().get_block_ids(req_id) : std::vector<BlockId>{};
-    std::vector<BlockId> foreign;
-    for (BlockId b : blocks)
-        if (b != kNullBlockId && std::find(table.begin(), table.end(), b) == table.end()) foreign.push_back(b);
+    const auto foreign = outside_table(table, blocks);
     if (!foreign.empty())
         violations_.push_back({"load_into_foreign_block", req_id, foreign,
                                fmt::format("{} load writes into blocks the request does not own", source)});
