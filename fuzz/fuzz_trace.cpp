@@ -21,7 +21,7 @@
 #include <string_view>
 
 #include "fuzz/mutator/trace_mutator.h"
-#include "sim/harness/run_trace.h"
+#include "properties/harness/run_trace.h"
 #include "sim/trace/input_error.h"
 #include "sim/trace/trace_parser.h"
 #include "sim/variant/variant.h"

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "sim/connector/stand_in_connector.h"
-#include "sim/core/scheduler.h"
+#include "sim/core/sched/scheduler.h"
 #include "sim/engine/engine.h"
-#include "sim/engine/event_log.h"
+#include "sim/common/event_log.h"
 #include "sim/variant/variant.h"
 
 namespace kvsim::testing {

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "sim/connector/mooncake_store/store_scheduler.h"
+#include "sim/connector/mooncake/store/scheduler.h"
 #include "sim/core/block_pool.h"
-#include "sim/engine/event_log.h"
+#include "sim/common/event_log.h"
 #include "sim/variant/variant.h"
-#include "sim/worker/fault_schedule.h"
+#include "sim/environment/fault_schedule.h"
 
 namespace kvsim::store_testing {
 
@@ -29,7 +29,6 @@ using Snapshot = std::map<std::string, Ids>;
 
 inline KVConnectorBlockState block_state(const Snapshot& tables) {
     KVConnectorBlockState state;
-    state.rule = SnapshotRule::eager;
     state.block_ids = tables;
     return state;
 }

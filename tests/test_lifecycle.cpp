@@ -9,8 +9,8 @@
 #include "properties/checkers/checker.h"
 #include "properties/checkers/lifecycle_checker.h"
 #include "properties/lifecycle/lifecycle_graph.h"
-#include "sim/core/scheduler.h"
-#include "sim/harness/run_trace.h"
+#include "sim/core/sched/scheduler.h"
+#include "properties/harness/run_trace.h"
 #include "sim/trace/trace_parser.h"
 #include "sim/variant/variant.h"
 

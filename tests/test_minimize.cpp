@@ -6,8 +6,8 @@
 #include <string>
 
 #include "cli_runner.h"
-#include "sim/harness/minimize.h"
-#include "sim/harness/run_trace.h"
+#include "fuzz/minimize/minimize.h"
+#include "properties/harness/run_trace.h"
 #include "sim/trace/trace_parser.h"
 #include "sim/trace/trace_printer.h"
 #include "sim/variant/variant.h"

@@ -12,13 +12,13 @@
 #include "scheduler_fixture.h"
 #include "sim/common/prng.h"
 #include "sim/common/upstream_assertion.h"
-#include "sim/connector/mooncake/p2p_scheduler.h"
-#include "sim/connector/mooncake/p2p_worker.h"
-#include "sim/core/scheduler.h"
-#include "sim/engine/event_log.h"
+#include "sim/connector/mooncake/mooncake_connector_scheduler.h"
+#include "sim/connector/mooncake/mooncake_connector_worker.h"
+#include "sim/core/sched/scheduler.h"
+#include "sim/common/event_log.h"
 #include "sim/variant/variant.h"
-#include "sim/worker/fault_schedule.h"
-#include "sim/worker/worker_env.h"
+#include "sim/environment/fault_schedule.h"
+#include "sim/environment/worker_env.h"
 
 using namespace kvsim;
 

@@ -1,8 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "sim/common/upstream_assertion.h"
-#include "sim/connector/mooncake_store/req_meta.h"
-#include "sim/connector/mooncake_store/request_tracker.h"
+#include "sim/connector/mooncake/store/data.h"
 
 using namespace kvsim;
 using Groups = GroupBlockIds;

@@ -4,11 +4,11 @@
 #include <vector>
 
 #include "sim/common/upstream_assertion.h"
-#include "sim/connector/mooncake_store/store_worker.h"
-#include "sim/core/model_runner_output.h"
-#include "sim/core/scheduler.h"
+#include "sim/connector/mooncake/store/worker.h"
+#include "sim/core/outputs.h"
+#include "sim/core/sched/scheduler.h"
 #include "sim/engine/engine.h"
-#include "sim/worker/worker_env.h"
+#include "sim/environment/worker_env.h"
 #include "store_fixture.h"
 
 using namespace kvsim;

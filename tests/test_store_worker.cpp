@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/connector/mooncake_store/store_worker.h"
+#include "sim/connector/mooncake/store/worker.h"
 #include "sim/connector/stand_in_connector.h"
 #include "store_fixture.h"
 

@@ -1,4 +1,4 @@
-// The swarm generator behind `kvsim explore` (sim/gen/swarm.h): valid, round-tripping,
+// The swarm generator behind `kvsim explore` (fuzz/swarm/swarm.h): valid, round-tripping,
 // deterministic traces whose knobs really vary from seed to seed.
 #include <catch2/catch.hpp>
 
@@ -7,8 +7,8 @@
 #include <set>
 #include <string>
 
-#include "sim/gen/swarm.h"
-#include "sim/harness/run_trace.h"
+#include "fuzz/swarm/swarm.h"
+#include "properties/harness/run_trace.h"
 #include "sim/trace/input_error.h"
 #include "sim/trace/trace_parser.h"
 #include "sim/trace/trace_printer.h"

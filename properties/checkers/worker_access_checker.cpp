@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "sim/core/scheduler.h"
-#include "sim/engine/event_log.h"
+#include "sim/core/sched/scheduler.h"
+#include "sim/common/event_log.h"
 
 namespace kvsim {
 namespace {

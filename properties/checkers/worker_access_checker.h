@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "properties/checkers/checker.h"
-#include "sim/worker/worker_env.h"
+#include "sim/environment/worker_env.h"
 
 namespace kvsim {
 

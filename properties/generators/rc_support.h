@@ -20,7 +20,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/detail/TestListenerAdapter.h>
 
-#include "sim/harness/run_trace.h"
+#include "properties/harness/run_trace.h"
 #include "sim/trace/trace.h"
 
 namespace kvsim::propgen {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "sim/core/scheduler.h"
+#include "sim/core/sched/scheduler.h"
 
 namespace kvsim {
 namespace {

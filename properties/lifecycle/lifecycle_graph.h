@@ -72,7 +72,7 @@ struct LifecycleEdgeInfo {
 class LifecycleGraph {
 public:
     // The transitions upstream allows, as kvsim's model makes them (reference §1.2; every
-    // set_status in sim/core/scheduler.cpp).
+    // set_status in sim/core/sched/scheduler.cpp).
     static const LifecycleGraph& upstream();
 
     bool is_edge(LifecycleState from, LifecycleState to) const;

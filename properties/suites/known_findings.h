@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/harness/run_trace.h"
+#include "properties/harness/run_trace.h"
 #include "sim/trace/trace.h"
 #include "sim/variant/variant.h"
 

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/connector/connector.h"
+#include "sim/connector/base.h"
 #include "sim/variant/variant.h"
 
 namespace kvsim {

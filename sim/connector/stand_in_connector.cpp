@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/engine/event_log.h"
+#include "sim/common/event_log.h"
 
 namespace kvsim {
 

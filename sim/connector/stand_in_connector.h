@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/connector/connector.h"
+#include "sim/connector/base.h"
 #include "sim/trace/trace.h"
 
 namespace kvsim {

@@ -10,7 +10,6 @@
 
 #include "sim/common/ordered_map.h"
 #include "sim/core/request.h"
-#include "sim/variant/variant.h"
 
 namespace kvsim {
 
@@ -36,7 +35,6 @@ struct CachedRequestData {
 
 // The core's current block tables, readable by the connector while it builds metadata.
 struct KVConnectorBlockState {
-    SnapshotRule rule = SnapshotRule::none;
     std::map<std::string, std::vector<BlockId>> block_ids;
 
     const std::vector<BlockId>* get_block_ids(const std::string& req_id) const {

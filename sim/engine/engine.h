@@ -6,14 +6,14 @@
 #include <vector>
 
 #include "sim/common/prng.h"
-#include "sim/connector/connector_factory.h"
-#include "sim/connector/mooncake_store/kv_store.h"
-#include "sim/core/scheduler.h"
-#include "sim/engine/event_log.h"
+#include "sim/engine/connector_factory.h"
+#include "sim/environment/kv_store.h"
+#include "sim/core/sched/scheduler.h"
+#include "sim/common/event_log.h"
 #include "sim/trace/trace.h"
 #include "sim/variant/variant.h"
-#include "sim/worker/fault_schedule.h"
-#include "sim/worker/worker_env.h"
+#include "sim/environment/fault_schedule.h"
+#include "sim/environment/worker_env.h"
 
 namespace kvsim {
 

@@ -1,0 +1,34 @@
+// kvsim: deterministic simulation of vLLM's KV-connector scheduling.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <map>
+#include <string>
+
+#include "cli/commands.h"
+#include "properties/harness/exit_codes.h"
+
+int main(int argc, char** argv) {
+    CLI::App app{"kvsim: deterministic simulation and fuzzing of vLLM KV-connector scheduling"};
+    app.require_subcommand(1);
+    std::map<std::string, kvsim::cli::Command> commands;
+    commands["run"] = kvsim::cli::add_run_command(app);
+    commands["variants"] = kvsim::cli::add_variants_command(app);
+    commands["format"] = kvsim::cli::add_format_command(app);
+    commands["matrix"] = kvsim::cli::add_matrix_command(app);
+    commands["coverage"] = kvsim::cli::add_coverage_command(app);
+    commands["minimize"] = kvsim::cli::add_minimize_command(app);
+    commands["explore"] = kvsim::cli::add_explore_command(app);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::cerr << "kvsim: " << e.what() << " (see kvsim --help)\n";
+        return kvsim::exit_code::kUsage;
+    }
+    for (auto* sub : app.get_subcommands()) return commands.at(sub->get_name())();
+    return kvsim::exit_code::kUsage;
+}

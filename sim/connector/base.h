@@ -1,0 +1,76 @@
+#pragma once
+// The interface of a KV connector, scheduler and worker sides.
+// vllm/distributed/kv_transfer/kv_connector/v1/base.py KVConnectorBase_V1 @ 003df2961dd8830c317a61f9745ccd557da9fa06
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/core/kv_cache_blocks.h"
+#include "sim/core/outputs.h"
+#include "sim/core/request.h"
+#include "sim/core/scheduler_output.h"
+
+namespace kvsim {
+
+class BlockPool;
+class EventLog;
+
+struct ConnectorMetadata {
+    virtual ~ConnectorMetadata() = default;
+    // Stable one-line descriptions for the event log.
+    virtual std::vector<std::string> describe() const = 0;
+};
+
+// What get_num_new_matched_tokens answers: nullopt tokens = "not decided yet, ask again".
+struct MatchResult {
+    std::optional<int> num_tokens = 0;
+    bool load_async = false;
+};
+
+struct FinishResult {
+    bool delay_free_blocks = false;
+};
+
+class KVConnectorScheduler {
+public:
+    virtual ~KVConnectorScheduler() = default;
+    virtual std::string_view name() const = 0;
+
+    // KVConnectorBase_V1.get_num_new_matched_tokens @ 003df296
+    virtual MatchResult get_num_new_matched_tokens(Request& request, int num_computed_tokens) = 0;
+    // KVConnectorBase_V1.update_state_after_alloc @ 003df296 (may be called twice for async loads)
+    virtual void update_state_after_alloc(Request& request, const KVCacheBlocks& blocks,
+                                          int num_external_tokens) = 0;
+    // KVConnectorBase_V1.build_connector_meta @ 003df296 (must not modify the output)
+    virtual std::shared_ptr<const ConnectorMetadata> build_connector_meta(const SchedulerOutput& output) = 0;
+    // KVConnectorBase_V1.update_connector_output @ 003df296
+    virtual void update_connector_output(const KVConnectorOutput& output) = 0;
+    // KVConnectorBase_V1.request_finished @ 003df296 (once per request, before blocks are freed)
+    virtual FinishResult request_finished(Request& request, const std::vector<BlockId>& block_ids) = 0;
+    // KVConnectorBase_V1.has_pending_push_work @ 003df296
+    virtual bool has_pending_push_work() const { return false; }
+    // KVConnectorBase_V1.bind_gpu_block_pool
+    virtual void bind_gpu_block_pool(BlockPool* /*pool*/) {}
+    // Blocks this connector holds a ref on (store-job pins), once per ref; for the checkers.
+    virtual std::vector<BlockId> pinned_blocks() const { return {}; }
+};
+
+// The worker side, one object for all ranks. It sees the scheduler output of the
+// step it executes, with the connector metadata bound.
+class KVConnectorWorker {
+public:
+    virtual ~KVConnectorWorker() = default;
+    // Binds this step's metadata and starts what it asks for (loads, saves).
+    virtual void execute(int step, const SchedulerOutput& output) = 0;
+    // What completed by the end of `step` (vllm get_finished, aggregated over ranks).
+    virtual KVConnectorOutput get_finished(int step, const std::set<std::string>& finished_req_ids) = 0;
+    // True while loads or saves are still in flight.
+    virtual bool busy() const = 0;
+};
+
+}  // namespace kvsim

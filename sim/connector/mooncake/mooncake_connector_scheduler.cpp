@@ -1,0 +1,140 @@
+#include "sim/connector/mooncake/mooncake_connector_scheduler.h"
+
+#include <fmt/format.h>
+
+#include "sim/common/upstream_assertion.h"
+#include "sim/common/event_log.h"
+
+namespace kvsim {
+namespace {
+
+constexpr const char* kSchedulerSite =
+    "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py MooncakeConnectorScheduler.";
+
+[[noreturn]] void fail_not_producer(const char* function) {
+    throw UpstreamAssertion("p2p_remote_prefill_on_producer", std::string(kSchedulerSite) + function,
+                            "assert not self.is_kv_producer");
+}
+
+[[noreturn]] void fail_not_consumer(const char* function) {
+    throw UpstreamAssertion("p2p_remote_decode_on_consumer", std::string(kSchedulerSite) + function,
+                            "assert not self.is_kv_consumer");
+}
+
+}  // namespace
+
+std::string format_groups(const GroupBlockIds& groups) {
+    if (groups.empty()) return "()";
+    std::string out;
+    for (const auto& g : groups) out += format_blocks(g);
+    return out;
+}
+
+std::vector<std::string> MooncakeConnectorMetadata::describe() const {
+    std::vector<std::string> lines;
+    for (const auto& pull : reqs_to_recv)
+        lines.push_back(fmt::format("p2p pull {} {}", pull.req_id, format_groups(pull.local_block_ids)));
+    for (const auto& send : reqs_to_send)
+        lines.push_back(any_blocks(send.block_ids)
+                            ? fmt::format("p2p send {} {}", send.req_id, format_groups(send.block_ids))
+                            : fmt::format("p2p send {} pre-register", send.req_id));
+    for (const auto& id : reqs_not_processed) lines.push_back(fmt::format("p2p not_processed {}", id));
+    return lines;
+}
+
+// MooncakeConnectorScheduler.__init__ @ 00f4240e: is_kv_producer / is_kv_consumer are
+// `kv_role == "kv_producer"` / `== "kv_consumer"`; kv_both sets neither (both paths active).
+MooncakeConnectorScheduler::MooncakeConnectorScheduler(const ConnectorSpec& spec, EventLog& log)
+    : spec_(spec),
+      log_(log),
+      is_kv_producer_(spec.role == KvRole::kv_producer),
+      is_kv_consumer_(spec.role == KvRole::kv_consumer) {}
+
+// MooncakeConnectorScheduler.get_num_new_matched_tokens @ 00f4240e
+MatchResult MooncakeConnectorScheduler::get_num_new_matched_tokens(Request& request, int num_computed_tokens) {
+    const KvTransferParams& params = request.kv_transfer_params;
+    if (!params.do_remote_prefill && !params.do_remote_decode) return {0, false};  // `if not params`
+    if (params.do_remote_prefill) {
+        if (is_kv_producer_) fail_not_producer("get_num_new_matched_tokens");
+        // _get_remote_prefill_token_count is the identity without Mamba layers.
+        const int count = request.num_prompt_tokens() - num_computed_tokens;
+        if (count > 0) return {count, true};
+    }
+    return {0, false};
+}
+
+// MooncakeConnectorScheduler.update_state_after_alloc @ 00f4240e
+void MooncakeConnectorScheduler::update_state_after_alloc(Request& request, const KVCacheBlocks& blocks,
+                                                          int num_external_tokens) {
+    KvTransferParams& params = request.kv_transfer_params;
+    if (!params.do_remote_prefill && !params.do_remote_decode) return;
+    if (params.do_remote_prefill) {
+        if (is_kv_producer_) fail_not_producer("update_state_after_alloc");
+        // Unhashed blocks to pull when there are external tokens; otherwise `()`, a
+        // notify-only pull so P frees its blocks (full local hit, or a MultiConnector
+        // sibling won the load). get_sw_clipped_blocks is the identity without HMA.
+        reqs_need_recv_[request.id()] = num_external_tokens > 0 ? blocks.unhashed_block_ids : GroupBlockIds{};
+        // Only trigger 1 KV transfer per request.
+        params.do_remote_prefill = false;
+    } else if (params.do_remote_decode) {
+        if (is_kv_consumer_) fail_not_consumer("update_state_after_alloc");
+        // An empty entry pre-registers the send slot on the worker.
+        reqs_need_send_[request.id()] = GroupBlockIds{};
+    }
+}
+
+// MooncakeConnectorScheduler.build_connector_meta @ 00f4240e
+std::shared_ptr<const ConnectorMetadata> MooncakeConnectorScheduler::build_connector_meta(const SchedulerOutput&) {
+    auto meta = std::make_shared<MooncakeConnectorMetadata>();
+    if (!is_kv_producer_) {
+        for (const auto& [id, blocks] : reqs_need_recv_) meta->reqs_to_recv.push_back({id, blocks});
+        reqs_need_recv_.clear();
+    }
+    if (!is_kv_consumer_) {
+        for (const auto& [id, blocks] : reqs_need_send_) meta->reqs_to_send.push_back({id, blocks});
+        reqs_need_send_.clear();
+        meta->reqs_not_processed = std::move(reqs_not_processed_);
+        reqs_not_processed_.clear();
+    }
+    return meta;
+}
+
+// MooncakeConnectorScheduler.update_connector_output @ 00f4240e: only prefill-side replay
+// checkpoints (not modelled), so nothing to do.
+void MooncakeConnectorScheduler::update_connector_output(const KVConnectorOutput&) {}
+
+// MooncakeConnectorScheduler.request_finished @ 00f4240e (block_ids is group 0; the
+// single-group request_finished and request_finished_all_groups agree)
+FinishResult MooncakeConnectorScheduler::request_finished(Request& request, const std::vector<BlockId>& block_ids) {
+    KvTransferParams& params = request.kv_transfer_params;
+    if (!params.do_remote_prefill && !params.do_remote_decode) return {false};  // no params / no transfer_id
+
+    if (params.do_remote_prefill) {
+        // Aborted before update_state_after_alloc ever ran: queue an empty pull so the
+        // prefill instance frees its blocks.
+        if (is_kv_producer_) fail_not_producer("request_finished");
+        reqs_need_recv_[request.id()] = GroupBlockIds{};
+        params.do_remote_prefill = false;
+        log_.emitf("p2p", "{} finished before alloc: notify-only pull queued", request.id());
+        return {false};
+    }
+
+    if (!params.do_remote_decode) return {false};
+    if (is_kv_consumer_) fail_not_consumer("request_finished");
+
+    if (request.status != RequestStatus::finished_length_capped) {
+        // Abort or any other stop: P will never send; it frees now.
+        reqs_not_processed_.insert(request.id());
+        log_.emitf("p2p", "{} {}: not processed", request.id(), to_string(request.status));
+        return {false};
+    }
+
+    const GroupBlockIds groups{block_ids};
+    const bool delay_free_blocks = any_blocks(groups);
+    if (delay_free_blocks) reqs_need_send_[request.id()] = groups;
+    log_.emitf("p2p", "{} length capped: {}", request.id(),
+               delay_free_blocks ? "send queued " + format_groups(groups) + ", delay free" : std::string("no blocks"));
+    return {delay_free_blocks};
+}
+
+}  // namespace kvsim

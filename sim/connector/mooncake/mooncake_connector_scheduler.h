@@ -1,0 +1,58 @@
+#pragma once
+// MooncakeConnector (P2P), scheduler side.
+// vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py
+// MooncakeConnectorScheduler @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1 (MK-new)
+//
+// Not modelled (no effect on a full-attention, single-group, non-Mamba engine):
+// sliding-window clipping (get_sw_clipped_blocks is the identity without HMA), the Mamba
+// N-1 prompt count and P-side truncation, prefill-side SWA replay checkpoints.
+// kv_transfer_params are modelled by their two flags; "no params" / "no transfer_id" is
+// both flags false (a request with params always carries the keys in kvsim).
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/common/ordered_map.h"
+#include "sim/connector/base.h"
+#include "sim/connector/mooncake/mooncake_connector_metadata.h"
+#include "sim/trace/trace.h"
+
+namespace kvsim {
+
+class EventLog;
+
+class MooncakeConnectorScheduler : public KVConnectorScheduler {
+public:
+    // MooncakeConnectorScheduler.__init__ @ 00f4240e: role flags by strict equality.
+    MooncakeConnectorScheduler(const ConnectorSpec& spec, EventLog& log);
+
+    std::string_view name() const override { return "p2p"; }
+
+    MatchResult get_num_new_matched_tokens(Request& request, int num_computed_tokens) override;
+    void update_state_after_alloc(Request& request, const KVCacheBlocks& blocks, int num_external_tokens) override;
+    std::shared_ptr<const ConnectorMetadata> build_connector_meta(const SchedulerOutput& output) override;
+    void update_connector_output(const KVConnectorOutput& output) override;
+    FinishResult request_finished(Request& request, const std::vector<BlockId>& block_ids) override;
+
+    bool is_kv_producer() const { return is_kv_producer_; }
+    bool is_kv_consumer() const { return is_kv_consumer_; }
+
+    // Pending state, for tests and checkers (upstream _reqs_need_recv / _reqs_need_send /
+    // _reqs_not_processed; insertion-ordered like the Python dicts).
+    const OrderedMap<GroupBlockIds>& reqs_need_recv() const { return reqs_need_recv_; }
+    const OrderedMap<GroupBlockIds>& reqs_need_send() const { return reqs_need_send_; }
+    const std::set<std::string>& reqs_not_processed() const { return reqs_not_processed_; }
+
+private:
+    ConnectorSpec spec_;
+    EventLog& log_;
+    bool is_kv_producer_;
+    bool is_kv_consumer_;
+    OrderedMap<GroupBlockIds> reqs_need_recv_;
+    OrderedMap<GroupBlockIds> reqs_need_send_;
+    std::set<std::string> reqs_not_processed_;
+};
+
+}  // namespace kvsim

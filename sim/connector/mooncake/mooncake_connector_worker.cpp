@@ -1,0 +1,147 @@
+#include "sim/connector/mooncake/mooncake_connector_worker.h"
+
+#include <fmt/format.h>
+
+#include "sim/common/event_log.h"
+#include "sim/environment/fault_schedule.h"
+
+namespace kvsim {
+
+MooncakeConnectorWorker::MooncakeConnectorWorker(const ConnectorSpec& spec, WorkerEnv& env)
+    : spec_(spec),
+      env_(env),
+      is_kv_producer_(spec.role == KvRole::kv_producer),
+      is_kv_consumer_(spec.role == KvRole::kv_consumer) {}
+
+void MooncakeConnectorWorker::log(const std::string& text) {
+    if (env_.log != nullptr) env_.log->emit("p2p", text);
+}
+
+// MooncakeConnector.start_load_kv -> MooncakeConnectorWorker.start_load_kv @ 00f4240e
+void MooncakeConnectorWorker::execute(int step, const SchedulerOutput& output) {
+    const auto* meta = dynamic_cast<const MooncakeConnectorMetadata*>(output.kv_connector_metadata.get());
+    if (meta == nullptr) return;
+    if (!is_kv_producer_ && !meta->reqs_to_recv.empty()) start_load_kv(step, *meta);
+    if (!is_kv_consumer_ && (!meta->reqs_to_send.empty() || !meta->reqs_not_processed.empty()))
+        record_send_reqs(step, *meta);
+}
+
+// MooncakeConnectorWorker._start_load_kv / receive_kv @ 00f4240e: every pull in the
+// metadata goes to P, notify-only pulls (no local blocks) included.
+void MooncakeConnectorWorker::start_load_kv(int step, const MooncakeConnectorMetadata& meta) {
+    for (const auto& pull : meta.reqs_to_recv) {
+        const bool failed = env_.faults != nullptr && env_.faults->take_load_failure(pull.req_id);
+        const int delay = env_.draw_load_delay();
+        pulls_.push_back({pull.req_id, pull.local_block_ids, step + delay, failed});
+        log(fmt::format("pull {} {} answers at step {}{}", pull.req_id, format_groups(pull.local_block_ids),
+                        step + delay, failed ? " (load_fail)" : ""));
+    }
+}
+
+// MooncakeConnectorWorker.record_send_reqs @ 00f4240e
+void MooncakeConnectorWorker::record_send_reqs(int step, const MooncakeConnectorMetadata& meta) {
+    for (const auto& send : meta.reqs_to_send) {
+        if (!send.block_ids.empty()) {
+            // "Already gone through request_finished()": `self.reqs_need_send[transfer_id]`.
+            auto it = send_slots_.find(send.req_id);
+            if (it == send_slots_.end()) {
+                // KeyError inside the sender-loop coroutine: nobody awaits its future, so the
+                // engine lives on and the rest of this metadata is never recorded.
+                log(fmt::format("record_send_reqs: KeyError {} (rest of the metadata dropped)", send.req_id));
+                return;
+            }
+            SendSlot& slot = it->second;
+            slot.p_req_id = send.req_id;
+            slot.local_block_ids = send.block_ids;
+            slot.ready = true;
+            slot.pull_step = step + env_.config.pull_delay;
+            log(fmt::format("send {} ready, decode side pulls at step {}", send.req_id, slot.pull_step));
+        } else if (!send_slots_.contains(send.req_id)) {
+            // From update_state_after_alloc: create the (not ready) slot.
+            send_slots_[send.req_id] = SendSlot{send.req_id, {}, false, 0};
+        }
+    }
+    // Upstream iterates a Python set (hash order); kvsim uses sorted order.
+    for (const auto& transfer_id : meta.reqs_not_processed) {
+        auto it = send_slots_.find(transfer_id);
+        if (it == send_slots_.end()) {
+            // `self.reqs_need_send.pop(transfer_id)` without a default: KeyError, swallowed
+            // by the sender loop as above (e.g. a P request aborted before it was allocated).
+            log(fmt::format("record_send_reqs: KeyError {} (rest of the metadata dropped)", transfer_id));
+            return;
+        }
+        const bool was_ready = it->second.ready;
+        send_slots_.erase(it);
+        if (was_ready) {
+            log(fmt::format("record_send_reqs: assert not send_meta.ready.is_set() failed for {} (swallowed)",
+                            transfer_id));
+            return;
+        }
+        log(fmt::format("send slot {} dropped (not processed)", transfer_id));
+    }
+}
+
+// MooncakeConnectorWorker.get_finished / get_transfer_results / get_block_ids_with_load_errors
+// @ 00f4240e, with the answers of the remote side (process_pulling_result,
+// _handle_failed_recv on D; send_kv_to_decode on P) arriving at their drawn steps.
+KVConnectorOutput MooncakeConnectorWorker::get_finished(int step, const std::set<std::string>&) {
+    KVConnectorOutput out;
+    if (!is_kv_producer_) {
+        std::vector<Pull> pending;
+        for (auto& pull : pulls_) {
+            if (pull.done_step > step) {
+                pending.push_back(std::move(pull));
+                continue;
+            }
+            const bool has_blocks = any_blocks(pull.local_block_ids);
+            if (pull.failed) {
+                // _handle_failed_recv: single group -> the blocks are load errors, and the id
+                // is finished so the scheduler recomputes; a pull without blocks is skipped.
+                if (has_blocks) {
+                    for (BlockId b : flatten_blocks(pull.local_block_ids)) out.invalid_block_ids.insert(b);
+                    out.finished_recving.insert(pull.req_id);
+                    log(fmt::format("pull {} failed: blocks invalid", pull.req_id));
+                } else {
+                    log(fmt::format("pull {} failed: notify-only, not reported", pull.req_id));
+                }
+                continue;
+            }
+            // process_pulling_result: every ok pull is finished once all P workers answered.
+            if (has_blocks) {
+                if (env_.observer != nullptr)
+                    env_.observer->load_written(pull.req_id, flatten_blocks(pull.local_block_ids), "p2p");
+                out.finished_recving.insert(pull.req_id);
+            } else if (report_empty_pulls_) {
+                out.finished_recving.insert(pull.req_id);
+                log(fmt::format("pull {} ok: notify-only, reported", pull.req_id));
+            } else {
+                log(fmt::format("pull {} ok: notify-only, not reported", pull.req_id));
+            }
+        }
+        pulls_ = std::move(pending);
+    }
+    if (!is_kv_consumer_) {
+        // send_kv_to_decode: the decode side's pull reads the slot's blocks; once served,
+        // the slot is popped and the P request id is finished_sending.
+        for (auto it = send_slots_.begin(); it != send_slots_.end();) {
+            SendSlot& slot = it->second;
+            if (!slot.ready || slot.pull_step > step) {
+                ++it;
+                continue;
+            }
+            if (env_.observer != nullptr) env_.observer->send_read(slot.p_req_id, flatten_blocks(slot.local_block_ids));
+            out.finished_sending.insert(slot.p_req_id);
+            it = send_slots_.erase(it);
+        }
+    }
+    return out;
+}
+
+bool MooncakeConnectorWorker::busy() const {
+    if (!pulls_.empty()) return true;
+    for (const auto& [id, slot] : send_slots_)
+        if (slot.ready) return true;
+    return false;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,53 @@
+#include "sim/connector/mooncake/store/data.h"
+
+#include "sim/common/upstream_assertion.h"
+
+namespace kvsim {
+
+void RequestTracker::reset() {
+    token_len = 0;
+    allocated_block_ids.clear();
+    num_saved_tokens = 0;
+    has_pending_offload = false;
+    prefill_end_tokens = 0;
+}
+
+void RequestTracker::update(const GroupBlockIds& new_block_ids) {
+    if (new_block_ids.size() != allocated_block_ids.size())
+        throw UpstreamAssertion(
+            "store_tracker_group_count_mismatch",
+            "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/data.py RequestTracker.update",
+            fmt::format("ValueError: Group count mismatch: tracker has {} groups, update has {}",
+                        allocated_block_ids.size(), new_block_ids.size()));
+    for (std::size_t g = 0; g < new_block_ids.size(); ++g)
+        allocated_block_ids[g].insert(allocated_block_ids[g].end(), new_block_ids[g].begin(), new_block_ids[g].end());
+}
+
+std::optional<ReqMeta> ReqMeta::from_request_tracker(RequestTracker& tracker, int block_size,
+                                                     const std::optional<LoadSpec>& load_spec,
+                                                     std::optional<bool> skip_save,
+                                                     std::vector<BlockHash> block_hashes) {
+    const int token_ids_start = tracker.num_saved_tokens;
+    const int chunk_boundary = (token_ids_start + 1 + block_size - 1) / block_size * block_size;
+    const int num_tokens_to_save = tracker.token_len / block_size * block_size;
+
+    bool skip = skip_save.value_or(false) || num_tokens_to_save < chunk_boundary;
+    // A ReqMeta never carries both a save and a load.
+    if (load_spec && load_spec->can_load) skip = true;
+    if (skip && !load_spec) return std::nullopt;
+
+    if (!skip) tracker.num_saved_tokens = num_tokens_to_save;
+
+    ReqMeta meta;
+    meta.req_id = tracker.req_id;
+    meta.token_len_chunk = num_tokens_to_save;
+    meta.block_ids = tracker.allocated_block_ids;
+    meta.block_hashes = std::move(block_hashes);
+    meta.can_save = !skip;
+    if (load_spec && load_spec->can_load) meta.load_spec = load_spec;
+    meta.token_ids_start = token_ids_start;
+    meta.num_prompt_tokens = tracker.prefill_end_tokens;
+    return meta;
+}
+
+}  // namespace kvsim

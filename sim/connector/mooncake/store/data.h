@@ -1,0 +1,97 @@
+#pragma once
+// vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/data.py @ copy 57646622044: the store
+// connector's data types (LoadSpec, RequestTracker, ReqMeta, MooncakeStoreConnectorMetadata), for a
+// single full-attention group: no tail_key_boundaries, boundary-state offloads, token ids or CUDA events.
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "sim/common/event_log.h"
+#include "sim/connector/base.h"
+
+namespace kvsim {
+
+struct LoadSpec {
+    int vllm_cached_tokens = 0;    // the local prefix-cache hit when the lookup ran
+    int kvpool_cached_tokens = 0;  // the store's hit
+    bool can_load = false;         // set by update_state_after_alloc when this connector owns the load
+    int token_len = 0;
+
+    bool operator==(const LoadSpec&) const = default;
+};
+
+// Block ids are held by value: upstream aliases these lists with ReqMeta.block_ids and the
+// _unfinished_requests entry; no modelled path observes that aliasing (see scheduler.h).
+// Token ids (kept only with kv events on) are not modelled.
+struct RequestTracker {
+    std::string req_id;
+    int token_len = 0;
+    GroupBlockIds allocated_block_ids;  // empty outer vector = upstream's `()`
+    int num_saved_tokens = 0;           // the save watermark
+    bool has_pending_offload = false;
+    int prefill_end_tokens = 0;
+
+    // RequestTracker.reset @ copy 57646622044
+    void reset();
+    // RequestTracker.update @ copy 57646622044: throws UpstreamAssertion (ValueError) on a group-count mismatch.
+    void update(const GroupBlockIds& new_block_ids);
+};
+
+struct ReqMeta {
+    std::string req_id;
+    int token_len_chunk = 0;  // save end (block aligned), set even when not saving
+    GroupBlockIds block_ids;
+    std::vector<BlockHash> block_hashes;
+    bool can_save = false;
+    std::optional<LoadSpec> load_spec;  // only ever present with can_load
+    int token_ids_start = 0;            // the watermark before this save
+    int num_prompt_tokens = 0;          // tracker.prefill_end_tokens
+    std::optional<std::int64_t> store_job_id;  // assigned by _reference_save_blocks (#52372)
+
+    // ReqMeta.from_request_tracker @ copy 57646622044. skip_save nullopt is upstream's None
+    // (counts as False). Advances tracker.num_saved_tokens when it saves.
+    static std::optional<ReqMeta> from_request_tracker(RequestTracker& tracker, int block_size,
+                                                       const std::optional<LoadSpec>& load_spec,
+                                                       std::optional<bool> skip_save,
+                                                       std::vector<BlockHash> block_hashes);
+};
+
+// "()" for zero groups (upstream's empty tuple), "[1,2]" for one, "[1,2]+[9]" for several.
+inline std::string format_group_blocks(const GroupBlockIds& groups) {
+    if (groups.empty()) return "()";
+    std::string out;
+    for (std::size_t g = 0; g < groups.size(); ++g) out += (g == 0 ? "" : "+") + format_blocks(groups[g]);
+    return out;
+}
+
+// MooncakeStoreConnectorMetadata. unfinished_request_ids is a copy taken at build time; upstream
+// shares the scheduler's live set, which no modelled worker path reads.
+struct StoreMetadata : ConnectorMetadata {
+    std::vector<ReqMeta> requests;
+    std::set<std::string> unfinished_request_ids;
+    std::set<std::string> preempted_req_ids;
+
+    std::vector<std::string> describe() const override {
+        std::vector<std::string> lines;
+        for (const ReqMeta& m : requests) {
+            if (m.can_save) {
+                lines.push_back(fmt::format("store save {} tokens=[{},{}) blocks={}{}", m.req_id, m.token_ids_start,
+                                            m.token_len_chunk, format_group_blocks(m.block_ids),
+                                            m.store_job_id ? fmt::format(" job={}", *m.store_job_id) : ""));
+            } else if (m.load_spec) {
+                lines.push_back(fmt::format("store load {} tokens=[{},{}) blocks={}", m.req_id,
+                                            m.load_spec->vllm_cached_tokens, m.load_spec->kvpool_cached_tokens,
+                                            format_group_blocks(m.block_ids)));
+            } else {
+                lines.push_back(fmt::format("store noop {}", m.req_id));
+            }
+        }
+        return lines;
+    }
+};
+
+}  // namespace kvsim

@@ -1,0 +1,324 @@
+#include "sim/connector/mooncake/store/scheduler.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "sim/common/upstream_assertion.h"
+#include "sim/connector/mooncake/store/worker.h"
+#include "sim/core/block_pool.h"
+#include "sim/common/event_log.h"
+#include "sim/environment/fault_schedule.h"
+
+namespace kvsim {
+namespace {
+
+constexpr const char* kSchedulerPy = "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/scheduler.py";
+
+std::string site(const char* function) { return fmt::format("{} MooncakeStoreScheduler.{}", kSchedulerPy, function); }
+
+template <class V>
+std::optional<V> pop(std::map<std::string, V>& map, const std::string& key) {
+    auto it = map.find(key);
+    if (it == map.end()) return std::nullopt;
+    V value = std::move(it->second);
+    map.erase(it);
+    return value;
+}
+
+// MooncakeStoreConnectorMetadata.add_request, for a from_request_tracker result that is not None.
+void add_request(StoreMetadata& meta, std::optional<ReqMeta> req_meta) {
+    if (req_meta) meta.requests.push_back(std::move(*req_meta));
+}
+
+}  // namespace
+
+MooncakeStoreScheduler::MooncakeStoreScheduler(const ConnectorSpec& spec, const EngineConfig& engine,
+                                               const Variant& variant, int num_workers, KvStore& store,
+                                               FaultSchedule& faults, EventLog& log)
+    : spec_(spec),
+      variant_(variant),
+      block_size_(engine.block_size),
+      num_workers_(num_workers),
+      store_(store),
+      faults_(faults),
+      log_(log) {}
+
+const RequestTracker* MooncakeStoreScheduler::tracker(const std::string& req_id) const {
+    auto it = request_trackers_.find(req_id);
+    return it == request_trackers_.end() ? nullptr : &it->second;
+}
+
+RequestTracker& MooncakeStoreScheduler::tracker_for_test(const std::string& req_id) {
+    RequestTracker& t = request_trackers_[req_id];
+    t.req_id = req_id;
+    return t;
+}
+
+void MooncakeStoreScheduler::set_unfinished_for_test(const Request& request, GroupBlockIds block_ids) {
+    unfinished_requests_[request.id()] = {&request, std::move(block_ids)};
+    unfinished_request_ids_.insert(request.id());
+}
+
+MatchResult MooncakeStoreScheduler::get_num_new_matched_tokens(Request& request, int num_computed_tokens) {
+    if (!spec_.enable_lookup) return {0, false};
+    // Without partial hash hits, prompts shorter than one block are not looked up.
+    if (request.num_tokens() < block_size_) return {0, false};
+
+    // LookupKeyClient.lookup @ copy 57361883209: the future is submitted on the first call and
+    // answers from the store as it was then; non_block returns None until it is done.
+    auto pending = pending_lookups_.find(request.id());
+    const int hit = pending != pending_lookups_.end()
+                        ? pending->second
+                        : store_lookup_hit_tokens(store_, request.num_tokens(), request.block_hashes(), block_size_);
+    if (spec_.lookup_async && faults_.lookup_pending(request.id())) {
+        pending_lookups_[request.id()] = hit;
+        return {std::nullopt, false};
+    }
+    if (pending != pending_lookups_.end()) pending_lookups_.erase(pending);
+
+    const int need_to_allocate = hit < num_computed_tokens ? 0 : hit - num_computed_tokens;
+    if (need_to_allocate <= 0) return {0, false};
+    load_specs_[request.id()] = LoadSpec{num_computed_tokens, hit, false, 0};
+    return {need_to_allocate, spec_.load_async};
+}
+
+void MooncakeStoreScheduler::update_state_after_alloc(Request& request, const KVCacheBlocks& blocks,
+                                                      int num_external_tokens) {
+    GroupBlockIds local_block_ids;
+    if (num_external_tokens > 0) local_block_ids = blocks.block_ids;
+    unfinished_requests_[request.id()] = {&request, std::move(local_block_ids)};
+    unfinished_request_ids_.insert(request.id());
+
+    auto it = load_specs_.find(request.id());
+    if (it == load_specs_.end()) return;
+    LoadSpec& load_spec = it->second;
+    if (num_external_tokens == 0) {
+        load_spec.can_load = false;
+        return;
+    }
+    if (num_external_tokens != load_spec.kvpool_cached_tokens - load_spec.vllm_cached_tokens)
+        throw UpstreamAssertion("store_load_token_mismatch", site("update_state_after_alloc"),
+                                fmt::format("Mismatch in number of tokens: {} vs {} - {} for request {}",
+                                            num_external_tokens, load_spec.kvpool_cached_tokens,
+                                            load_spec.vllm_cached_tokens, request.id()));
+    load_spec.can_load = true;
+}
+
+std::shared_ptr<const ConnectorMetadata> MooncakeStoreScheduler::build_connector_meta(const SchedulerOutput& output) {
+    const bool is_consumer = spec_.role == KvRole::kv_consumer;
+    const bool can_process_cached = !is_consumer || spec_.save_decode_cache;
+
+    for (const auto& id : output.finished_req_ids) {
+        pending_lookups_.erase(id);  // client.discard
+        load_specs_.erase(id);
+        request_trackers_.erase(id);
+        unfinished_requests_.erase(id);
+        unfinished_request_ids_.erase(id);
+    }
+    for (const auto& id : output.preempted_req_ids) {
+        load_specs_.erase(id);
+        if (auto it = request_trackers_.find(id); it != request_trackers_.end()) it->second.reset();
+        unfinished_requests_.erase(id);
+    }
+
+    auto meta = std::make_shared<StoreMetadata>();
+    meta->unfinished_request_ids = unfinished_request_ids_;
+    meta->preempted_req_ids = output.preempted_req_ids;
+
+    // New requests (model runner v2 also folds resumed requests in here, with
+    // prefill_token_ids = all tokens: the prefill range is the request's whole length).
+    for (const auto& nr : output.scheduled_new_reqs) {
+        auto load_spec = pop(load_specs_, nr.req_id);
+        const int num_tokens_to_compute = nr.num_computed_tokens + output.num_scheduled_tokens.at(nr.req_id);
+        const UnfinishedEntry* entry = unfinished_requests_.find(nr.req_id);
+        if (entry == nullptr)
+            throw UpstreamAssertion("store_new_request_untracked", site("build_connector_meta"),
+                                    "assert request.req_id in self._unfinished_requests (" + nr.req_id + ")");
+        const Request& request = *entry->request;
+        RequestTracker& tracker = request_trackers_[nr.req_id];
+        tracker = RequestTracker{nr.req_id, num_tokens_to_compute, GroupBlockIds{nr.block_ids}, 0, false,
+                                 request.num_tokens()};
+        add_request(*meta, ReqMeta::from_request_tracker(tracker, block_size_, load_spec, is_consumer,
+                                                         request.block_hashes()));
+    }
+
+    // Cached requests: running, or (model runner v1) resumed from preemption.
+    const CachedRequestData& cached = output.scheduled_cached_reqs;
+    if (can_process_cached) {
+        for (std::size_t i = 0; i < cached.size(); ++i) {
+            const std::string& req_id = cached.req_ids[i];
+            std::optional<GroupBlockIds> new_block_ids;
+            if (cached.new_block_ids[i]) new_block_ids = GroupBlockIds{*cached.new_block_ids[i]};
+
+            if (cached.resumed_req_ids.contains(req_id)) {
+                if (!new_block_ids) continue;
+                auto load_spec = pop(load_specs_, req_id);
+                const UnfinishedEntry* entry = unfinished_requests_.find(req_id);
+                if (entry == nullptr)
+                    throw UpstreamAssertion("store_resumed_request_untracked", site("build_connector_meta"),
+                                            "TypeError: 'NoneType' object is not subscriptable (resumed request " +
+                                                req_id + " is not in _unfinished_requests)");
+                const Request& request = *entry->request;
+                RequestTracker& tracker = request_trackers_[req_id];
+                tracker = RequestTracker{req_id,
+                                         request.num_computed_tokens + output.num_scheduled_tokens.at(req_id),
+                                         *new_block_ids,
+                                         0,
+                                         false,
+                                         request.num_tokens()};
+                add_request(*meta, ReqMeta::from_request_tracker(tracker, block_size_, load_spec, is_consumer,
+                                                                 request.block_hashes()));
+                continue;
+            }
+
+            auto tracker_it = request_trackers_.find(req_id);
+            if (tracker_it == request_trackers_.end())
+                throw UpstreamAssertion("store_tracker_missing", site("build_connector_meta"),
+                                        fmt::format("KeyError: '{}'", req_id));
+            RequestTracker& tracker = tracker_it->second;
+            // The count before this step, so the step that completes the prompt is still prefill.
+            const bool is_decode = cached.num_computed_tokens[i] >= tracker.prefill_end_tokens;
+            if (is_decode && !spec_.save_decode_cache) continue;
+
+            const int num_new_tokens = output.num_scheduled_tokens.at(req_id);
+            const UnfinishedEntry* entry = unfinished_requests_.find(req_id);
+            if (entry == nullptr)
+                throw UpstreamAssertion("store_request_not_unfinished", site("build_connector_meta"),
+                                        fmt::format("ValueError: Request {} is not in _unfinished_requests", req_id));
+            const Request& request = *entry->request;
+            // all_token_ids[token_len : token_len + scheduled]: spec-decode drafts are not in it yet.
+            const int end = std::min(tracker.token_len + num_new_tokens, request.num_tokens());
+            tracker.token_len += std::max(end - tracker.token_len, 0);
+            // A block is usually allocated before the step that fills it.
+            if (new_block_ids) tracker.update(*new_block_ids);
+            if (is_consumer && !is_decode) continue;
+            add_request(*meta, ReqMeta::from_request_tracker(tracker, block_size_, std::nullopt, false,
+                                                             request.block_hashes()));
+        }
+    }
+
+    // Requests with pending load specs, scheduled neither as new nor as cached.
+    std::set<std::string> scheduled;
+    for (const auto& nr : output.scheduled_new_reqs) scheduled.insert(nr.req_id);
+    scheduled.insert(cached.req_ids.begin(), cached.req_ids.end());
+    for (const auto& [req_id, entry] : unfinished_requests_) {
+        if (scheduled.contains(req_id)) continue;
+        auto load_spec = pop(load_specs_, req_id);
+        if (!load_spec) continue;
+        // #54643: a LoadSpec this connector does not own a load for is dropped before any tracker exists.
+        if (variant_.pending_load_guard == PendingLoadGuard::on && !load_spec->can_load) continue;
+        RequestTracker& tracker = request_trackers_[req_id];
+        tracker = RequestTracker{req_id, load_spec->kvpool_cached_tokens, entry.block_ids, 0, false, 0};
+        // Upstream passes skip_save=None here; seed 000's rejected fix passes is_consumer.
+        const std::optional<bool> skip_save =
+            variant_.pending_skip_save == PendingSkipSave::is_consumer ? std::optional<bool>(is_consumer) : std::nullopt;
+        add_request(*meta, ReqMeta::from_request_tracker(tracker, block_size_, load_spec, skip_save,
+                                                         entry.request->block_hashes()));
+    }
+
+    apply_current_save_block_ids(*meta, output);
+    if (variant_.save_block_refs == SaveBlockRefs::store_job_pins) reference_save_blocks(*meta);
+    return meta;
+}
+
+void MooncakeStoreScheduler::apply_current_save_block_ids(StoreMetadata& meta, const SchedulerOutput& output) {
+    if (variant_.stale_save == StaleSave::tracker_ids) return;  // pre-#51358: saves keep the tracker's ids
+    const bool any_save = std::any_of(meta.requests.begin(), meta.requests.end(),
+                                      [](const ReqMeta& m) { return m.can_save; });
+    if (!any_save) return;
+
+    const auto& block_state = output.kv_connector_block_state;
+    if (variant_.stale_save == StaleSave::assert_missing) {
+        if (!block_state)
+            throw UpstreamAssertion("current_block_tables_required", site("_apply_current_save_block_ids"),
+                                    "Current block tables are required for Mooncake store jobs");
+        for (ReqMeta& m : meta.requests) {
+            if (!m.can_save) continue;
+            const std::vector<BlockId>* ids = block_state->get_block_ids(m.req_id);
+            if (ids == nullptr)
+                throw UpstreamAssertion("missing_current_block_table", site("_apply_current_save_block_ids"),
+                                        "Missing current block table for store request " + m.req_id);
+            m.block_ids = GroupBlockIds{*ids};
+        }
+        return;
+    }
+
+    // #55066: a save without a current table is dropped, its watermark rolled back for a later retry.
+    std::vector<ReqMeta> kept;
+    kept.reserve(meta.requests.size());
+    for (ReqMeta& m : meta.requests) {
+        if (!m.can_save) {
+            kept.push_back(std::move(m));
+            continue;
+        }
+        const std::vector<BlockId>* ids = block_state ? block_state->get_block_ids(m.req_id) : nullptr;
+        if (ids != nullptr) {
+            m.block_ids = GroupBlockIds{*ids};
+            kept.push_back(std::move(m));
+            continue;
+        }
+        if (warned_stale_saves_.insert(m.req_id).second)
+            log_.emitf("warn", "Missing current block table for store request {}; skipping its save this step",
+                       m.req_id);
+        if (auto it = request_trackers_.find(m.req_id); it != request_trackers_.end())
+            it->second.num_saved_tokens = m.token_ids_start;
+    }
+    meta.requests = std::move(kept);
+}
+
+void MooncakeStoreScheduler::reference_save_blocks(StoreMetadata& meta) {
+    for (ReqMeta& m : meta.requests) {
+        if (!m.can_save) continue;
+        if (pool_ == nullptr)
+            throw UpstreamAssertion("store_block_pool_unbound", site("_reference_save_blocks"),
+                                    "GPU block pool must be bound before any store job is emitted");
+        const std::int64_t store_job_id = next_store_job_id_++;
+        m.store_job_id = store_job_id;
+        // Every allocated block, not only the job's range: a rank resumes from its own lagging offset.
+        std::vector<BlockId> block_ids;
+        for (const auto& group : m.block_ids)
+            for (BlockId id : group)
+                if (id != kNullBlockId && std::find(block_ids.begin(), block_ids.end(), id) == block_ids.end())
+                    block_ids.push_back(id);
+        if (block_ids.empty()) continue;
+        pool_->touch(block_ids);
+        pinned_saves_[store_job_id] = PinnedSave{std::move(block_ids), num_workers_};
+    }
+}
+
+void MooncakeStoreScheduler::update_connector_output(const KVConnectorOutput& output) {
+    if (variant_.save_block_refs != SaveBlockRefs::store_job_pins || output.completed_store_jobs.empty()) return;
+    if (pool_ == nullptr)
+        throw UpstreamAssertion("store_block_pool_unbound", site("update_connector_output"),
+                                "assert pool is not None");
+    for (const auto& [store_job_id, count] : output.completed_store_jobs) {
+        auto it = pinned_saves_.find(store_job_id);
+        if (it == pinned_saves_.end()) continue;  // the job referenced no blocks
+        it->second.remaining -= count;
+        if (it->second.remaining > 0) continue;
+        if (it->second.remaining != 0)
+            throw UpstreamAssertion("store_job_over_reported", site("update_connector_output"),
+                                    fmt::format("store job {} reported by too many ranks", store_job_id));
+        std::vector<BlockId> reversed(it->second.block_ids.rbegin(), it->second.block_ids.rend());
+        pinned_saves_.erase(it);
+        // Tail first, so the shared prefix is evicted last.
+        pool_->free_blocks(reversed);
+    }
+}
+
+FinishResult MooncakeStoreScheduler::request_finished(Request& request, const std::vector<BlockId>& block_ids) {
+    if (variant_.save_block_refs == SaveBlockRefs::store_job_pins) return {false};
+    if (spec_.role == KvRole::kv_consumer && !spec_.save_decode_cache) return {false};
+    const RequestTracker* t = tracker(request.id());
+    if (t == nullptr || (t->num_saved_tokens <= 0 && !t->has_pending_offload)) return {false};
+    return {!block_ids.empty()};
+}
+
+std::vector<BlockId> MooncakeStoreScheduler::pinned_blocks() const {
+    std::vector<BlockId> out;
+    for (const auto& [job, pin] : pinned_saves_) out.insert(out.end(), pin.block_ids.begin(), pin.block_ids.end());
+    return out;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,113 @@
+#pragma once
+// The scheduler side of MooncakeStoreConnector:
+// vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/scheduler.py MooncakeStoreScheduler
+// @ copy 57573019288 (main after v0.29.0; notes: /work/shared/reference/store_scheduler.md "F"),
+// with the variant flags selecting older or patched behaviour:
+//   stale_save        tracker_ids (pre-#51358: no _apply_current_save_block_ids),
+//                     assert_missing (#51358), drop_warn_rollback (#55066)
+//   pending_load_guard / pending_skip_save   the pending-load branch (#54643 / seed 000's rejected fix)
+//   save_block_refs   delay_free (L1 copy 63027892321: request_finished delays the free) or
+//                     store_job_pins (#52372, L2 copy 67234056951: _reference_save_blocks + release per rank)
+//
+// Scope: one full-attention KV-cache group (scheduler block size == hash block size ==
+// engine.block_size, select_transfer_block_ids is the identity). Not modelled: Mamba groups
+// and boundary-state offloads, finish-time partial tails, partial hash hits, kv events and
+// token ids, tail key boundaries, reset_cache/reset_store.
+//
+// Deviation kept on purpose: block-id lists are values, not aliased Python lists (the tracker,
+// its ReqMeta and the _unfinished_requests entry share lists upstream). Aliasing only matters
+// when a later RequestTracker.update appends to a list a still-queued ReqMeta holds; the appended
+// ids lie past that job's token range, so no modelled read changes.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sim/common/ordered_map.h"
+#include "sim/connector/base.h"
+#include "sim/environment/kv_store.h"
+#include "sim/connector/mooncake/store/data.h"
+#include "sim/trace/trace.h"
+#include "sim/variant/variant.h"
+
+namespace kvsim {
+
+class BlockPool;
+class EventLog;
+class FaultSchedule;
+
+class MooncakeStoreScheduler : public KVConnectorScheduler {
+public:
+    // MooncakeStoreScheduler.__init__ @ copy 57573019288. num_workers = parallel_config.world_size.
+    MooncakeStoreScheduler(const ConnectorSpec& spec, const EngineConfig& engine, const Variant& variant,
+                           int num_workers, KvStore& store, FaultSchedule& faults, EventLog& log);
+
+    std::string_view name() const override { return "store"; }
+    // MooncakeStoreScheduler.get_num_new_matched_tokens @ copy 57573019288
+    MatchResult get_num_new_matched_tokens(Request& request, int num_computed_tokens) override;
+    // MooncakeStoreScheduler.update_state_after_alloc @ copy 57573019288
+    void update_state_after_alloc(Request& request, const KVCacheBlocks& blocks, int num_external_tokens) override;
+    // MooncakeStoreScheduler.build_connector_meta @ copy 57573019288
+    std::shared_ptr<const ConnectorMetadata> build_connector_meta(const SchedulerOutput& output) override;
+    // MooncakeStoreScheduler.update_connector_output @ copy 57573019288 (store_job_pins only)
+    void update_connector_output(const KVConnectorOutput& output) override;
+    // delay_free: MooncakeStoreScheduler.request_finished @ copy 63027892321 (L1);
+    // store_job_pins: MooncakeStoreConnector.request_finished -> (False, None) @ copy 57455026358
+    FinishResult request_finished(Request& request, const std::vector<BlockId>& block_ids) override;
+    // MooncakeStoreScheduler.has_pending_push_work @ copy 57573019288
+    bool has_pending_push_work() const override { return !pinned_saves_.empty(); }
+    // MooncakeStoreScheduler.bind_gpu_block_pool @ copy 57573019288
+    void bind_gpu_block_pool(BlockPool* pool) override { pool_ = pool; }
+    std::vector<BlockId> pinned_blocks() const override;
+
+    struct UnfinishedEntry {
+        const Request* request = nullptr;
+        GroupBlockIds block_ids;  // `()` unless this connector owns a load
+    };
+    struct PinnedSave {
+        std::vector<BlockId> block_ids;
+        int remaining = 0;  // ranks yet to report
+    };
+
+    // Read-only views of the connector's state (tests, checkers).
+    const std::map<std::string, LoadSpec>& load_specs() const { return load_specs_; }
+    const RequestTracker* tracker(const std::string& req_id) const;
+    const UnfinishedEntry* unfinished_entry(const std::string& req_id) const { return unfinished_requests_.find(req_id); }
+    const std::set<std::string>& unfinished_request_ids() const { return unfinished_request_ids_; }
+    const std::map<std::int64_t, PinnedSave>& pinned_saves() const { return pinned_saves_; }
+    std::int64_t next_store_job_id() const { return next_store_job_id_; }
+
+    // Direct state access, as upstream's unit tests poke the scheduler's dicts.
+    std::map<std::string, LoadSpec>& load_specs_for_test() { return load_specs_; }
+    RequestTracker& tracker_for_test(const std::string& req_id);
+    void set_unfinished_for_test(const Request& request, GroupBlockIds block_ids);
+
+private:
+    // MooncakeStoreScheduler._apply_current_save_block_ids @ copy 57573019288 (+ #55066 per stale_save)
+    void apply_current_save_block_ids(StoreMetadata& meta, const SchedulerOutput& output);
+    // MooncakeStoreScheduler._reference_save_blocks @ copy 57573019288
+    void reference_save_blocks(StoreMetadata& meta);
+
+    ConnectorSpec spec_;
+    Variant variant_;
+    int block_size_;
+    int num_workers_;
+    KvStore& store_;
+    FaultSchedule& faults_;
+    EventLog& log_;
+    BlockPool* pool_ = nullptr;
+
+    std::map<std::string, LoadSpec> load_specs_;
+    std::map<std::string, RequestTracker> request_trackers_;
+    OrderedMap<UnfinishedEntry> unfinished_requests_;  // dict insertion order drives the pending branch
+    std::set<std::string> unfinished_request_ids_;
+    std::map<std::string, int> pending_lookups_;  // LookupKeyClient.futures: the hit computed at submission
+    std::int64_t next_store_job_id_ = 0;
+    std::map<std::int64_t, PinnedSave> pinned_saves_;
+    std::set<std::string> warned_stale_saves_;  // logger.warning_once keys
+};
+
+}  // namespace kvsim

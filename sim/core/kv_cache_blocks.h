@@ -1,0 +1,22 @@
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include "sim/core/request.h"
+
+namespace kvsim {
+
+// Block ids per KV-cache group. An empty outer vector is upstream's `()`.
+using GroupBlockIds = std::vector<std::vector<BlockId>>;
+
+// vllm/v1/core/kv_cache_manager.py KVCacheBlocks (get_block_ids / get_unhashed_block_ids) @ ace980e6
+struct KVCacheBlocks {
+    GroupBlockIds block_ids;
+    GroupBlockIds unhashed_block_ids;
+
+    static KVCacheBlocks empty(std::size_t num_groups) {
+        return {GroupBlockIds(num_groups), GroupBlockIds(num_groups)};
+    }
+};
+
+}  // namespace kvsim

@@ -1,0 +1,556 @@
+#include "sim/core/sched/scheduler.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/common/upstream_assertion.h"
+#include "sim/common/event_log.h"
+
+namespace kvsim {
+namespace {
+
+constexpr const char* kSchedulerPy = "vllm/v1/core/sched/scheduler.py";
+
+void model_check(bool condition, const char* what) {
+    if (!condition) throw std::logic_error(std::string("scheduler model: ") + what);
+}
+
+int cdiv(int a, int b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+struct Scheduler::StepState {
+    int step = 0;
+    int token_budget = 0;
+    std::vector<std::string> scheduled_new;
+    std::vector<std::string> scheduled_resumed;
+    std::vector<std::string> scheduled_running;
+    std::vector<std::string> preempted;
+    OrderedMap<std::vector<BlockId>> req_to_new_blocks;  // delta for running, full table for admitted
+    OrderedMap<int> num_scheduled_tokens;
+};
+
+Scheduler::Scheduler(const EngineConfig& config, const Variant& variant, KVConnectorScheduler* connector,
+                     EventLog& log)
+    : config_(config),
+      variant_(variant),
+      connector_(connector),
+      log_(log),
+      kv_cache_manager_(static_cast<std::uint32_t>(config.num_blocks), config.block_size, config.max_model_len,
+                        config.prefix_caching, variant.free_order) {
+    if (connector_ != nullptr) connector_->bind_gpu_block_pool(&kv_cache_manager_.block_pool());
+}
+
+Request& Scheduler::request(const std::string& id) {
+    auto* slot = requests_.find(id);
+    model_check(slot != nullptr && *slot != nullptr, "unknown request id");
+    return **slot;
+}
+
+void Scheduler::set_status(Request& req, RequestStatus status) {
+    transitions_.push_back({req.id(), req.status, status});
+    req.status = status;
+}
+
+void Scheduler::add_request(std::unique_ptr<Request> req) {
+    model_check(!requests_.contains(req->id()), "duplicate request id");
+    const std::string id = req->id();
+    log_.emitf("arrive", "{} prompt={} max_tokens={}{}", id, req->num_prompt_tokens(), req->max_tokens(),
+               req->kv_transfer_params.do_remote_prefill ? " remote_prefill" : "");
+    transitions_.push_back({id, std::nullopt, req->status});
+    waiting_.push_back(id);  // no blocked status at arrival in this model
+    requests_[id] = std::move(req);
+}
+
+// Scheduler._select_waiting_queue_for_scheduling @ copy 66053724462 (FCFS: skipped first)
+std::deque<std::string>& Scheduler::select_waiting_queue() {
+    return !skipped_waiting_.empty() ? skipped_waiting_ : waiting_;
+}
+
+SchedulerOutput Scheduler::schedule(int step) {
+    StepState st;
+    st.step = step;
+    st.token_budget = config_.max_batched_tokens;
+
+    schedule_running(st);
+    if (st.preempted.empty()) schedule_waiting(st);
+
+    int total = 0;
+    for (const auto& [id, n] : st.num_scheduled_tokens) total += n;
+    model_check(total <= config_.max_batched_tokens, "scheduled more tokens than the budget");
+    model_check(st.token_budget >= 0, "negative token budget");
+    model_check(static_cast<int>(running_.size()) <= config_.max_running, "running exceeds max_running");
+
+    SchedulerOutput out;
+    out.step = step;
+    out.total_num_scheduled_tokens = total;
+    build_output(st, out);
+
+    if (connector_ != nullptr) {
+        out.kv_connector_metadata = connector_->build_connector_meta(out);
+        if (out.kv_connector_metadata)
+            for (const auto& line : out.kv_connector_metadata->describe()) log_.emit("meta", line);
+    }
+    out.kv_connector_block_state.reset();  // workers never see it
+    update_after_schedule(out);
+    return out;
+}
+
+// Scheduler.schedule, running phase @ copy 66053724462
+void Scheduler::schedule_running(StepState& st) {
+    std::size_t index = 0;
+    while (index < running_.size() && st.token_budget > 0) {
+        Request& req = request(running_[index]);
+        int num_new = req.num_tokens() - req.num_computed_tokens;
+        if (config_.long_prefill_threshold > 0 && num_new > config_.long_prefill_threshold)
+            num_new = config_.long_prefill_threshold;
+        num_new = std::min(num_new, st.token_budget);
+        num_new = std::min(num_new, config_.max_model_len - 1 - req.num_computed_tokens);
+        if (num_new <= 0) {  // skip, not break: FCFS is deliberately not strict here
+            ++index;
+            continue;
+        }
+        std::optional<std::vector<BlockId>> new_blocks;
+        while (true) {
+            new_blocks = kv_cache_manager_.allocate_slots(req, num_new);
+            if (new_blocks) break;
+            // FCFS victim: the last running request.
+            const std::string victim_id = running_.back();
+            running_.pop_back();
+            Request& victim = request(victim_id);
+            preempt_request(victim);
+            st.preempted.push_back(victim_id);
+            if (victim_id == req.id()) break;
+        }
+        if (!new_blocks) break;  // the request preempted itself
+        st.scheduled_running.push_back(req.id());
+        if (!new_blocks->empty()) log_.emitf("alloc", "{} +{}", req.id(), format_blocks(*new_blocks));
+        st.req_to_new_blocks[req.id()] = std::move(*new_blocks);
+        st.num_scheduled_tokens[req.id()] = num_new;
+        st.token_budget -= num_new;
+        ++index;
+    }
+}
+
+// Scheduler._preempt_request @ copy 66053724462 (the connector is not told here)
+void Scheduler::preempt_request(Request& req) {
+    if (req.status != RequestStatus::running)
+        throw UpstreamAssertion("preempt_not_running", std::string(kSchedulerPy) + " Scheduler._preempt_request",
+                                "Only running requests can be preempted");
+    const auto blocks = kv_cache_manager_.get_block_ids(req.id());
+    kv_cache_manager_.free(req);
+    inflight_prefills_.erase(req.id());
+    set_status(req, RequestStatus::preempted);
+    req.num_computed_tokens = 0;
+    req.num_preemptions += 1;
+    waiting_.push_front(req.id());
+    reset_preempted_req_ids_.insert(req.id());
+    log_.emitf("preempt", "{} freed={}", req.id(), format_blocks(blocks));
+}
+
+// Scheduler._try_promote_blocked_waiting_request @ copy 66053724462
+bool Scheduler::try_promote_blocked_waiting_request(Request& req) {
+    model_check(req.status == RequestStatus::waiting_for_remote_kvs, "only remote-KV waits are modelled");
+    if (!finished_recving_kv_req_ids_.contains(req.id())) return false;
+    update_waiting_for_remote_kv(req);
+    set_status(req, req.num_preemptions > 0 ? RequestStatus::preempted : RequestStatus::waiting);
+    log_.emitf("promote", "{} computed={} status={}", req.id(), req.num_computed_tokens, to_string(req.status));
+    return true;
+}
+
+// Scheduler._update_waiting_for_remote_kv @ copy 66053724462
+void Scheduler::update_waiting_for_remote_kv(Request& req) {
+    model_check(connector_ != nullptr, "remote KV wait without a connector");
+    if (failed_recving_kv_req_ids_.erase(req.id()) > 0) {
+        // The load failed: keep the valid prefix (already rewound), or start over.
+        if (req.num_computed_tokens > 0)
+            kv_cache_manager_.cache_blocks(req, req.num_computed_tokens);
+        else
+            kv_cache_manager_.free(req);
+    } else {
+        kv_cache_manager_.cache_blocks(req, req.num_computed_tokens);
+        if (req.num_computed_tokens == req.num_tokens()) req.num_computed_tokens = req.num_tokens() - 1;
+    }
+    finished_recving_kv_req_ids_.erase(req.id());
+}
+
+// Scheduler._inflight_prefill_reserved_blocks @ copy 66053724462
+int Scheduler::inflight_prefill_reserved_blocks() const {
+    int reserved = 0;
+    for (const auto& id : inflight_prefills_) {
+        const auto* slot = requests_.find(id);
+        if (slot == nullptr) continue;
+        const Request& req = **slot;
+        const int needed = cdiv(std::min(req.num_tokens(), config_.max_model_len), config_.block_size);
+        const int held = static_cast<int>(kv_cache_manager_.get_block_ids(id).size());
+        reserved += std::max(needed - held, 0);
+    }
+    return reserved;
+}
+
+KVCacheBlocks Scheduler::blocks_of(const std::string& req_id) const {
+    KVCacheBlocks blocks = KVCacheBlocks::empty(1);
+    const auto& pool = kv_cache_manager_.block_pool();
+    for (BlockId id : kv_cache_manager_.get_block_ids(req_id)) {
+        blocks.block_ids[0].push_back(id);
+        if (!pool.block(id).hash) blocks.unhashed_block_ids[0].push_back(id);
+    }
+    return blocks;
+}
+
+// Scheduler.schedule, waiting phase @ copy 66053724462
+void Scheduler::schedule_waiting(StepState& st) {
+    std::vector<std::string> step_skipped;  // encounter order; re-queued ahead of older skipped items
+    auto skip = [&](std::deque<std::string>& queue) {
+        step_skipped.push_back(queue.front());
+        queue.pop_front();
+    };
+
+    while ((!waiting_.empty() || !skipped_waiting_.empty()) && st.token_budget > 0) {
+        if (static_cast<int>(running_.size()) >= config_.max_running) break;
+        auto& queue = select_waiting_queue();
+        Request& req = request(queue.front());
+
+        if (req.status == RequestStatus::waiting_for_remote_kvs && !try_promote_blocked_waiting_request(req)) {
+            skip(queue);
+            continue;
+        }
+
+        std::vector<BlockId> hits;
+        int num_local = 0;
+        int num_external = 0;
+        bool load_async = false;
+        int num_computed = 0;
+        if (req.num_computed_tokens == 0) {
+            const ComputedBlocks local = kv_cache_manager_.get_computed_blocks(req);
+            hits = local.blocks;
+            num_local = local.num_tokens;
+            if (connector_ != nullptr) {
+                // Full-attention hits are whole blocks, so the block-aligned part of the local hit
+                // is all of it and the sub-block tail reconciliation never applies.
+                const MatchResult match = connector_->get_num_new_matched_tokens(req, num_local);
+                if (!match.num_tokens) {
+                    log_.emitf("lookup", "{} pending", req.id());
+                    skip(queue);
+                    continue;
+                }
+                num_external = *match.num_tokens;
+                load_async = match.load_async;
+                if (num_external > 0)
+                    log_.emitf("lookup", "{} local={} external={}{}", req.id(), num_local, num_external,
+                               load_async ? " async" : "");
+            }
+            num_computed = num_local + num_external;
+            model_check(num_computed <= req.num_tokens(), "computed tokens exceed the request");
+        } else {
+            num_computed = req.num_computed_tokens;
+        }
+
+        int num_new = 0;
+        if (load_async) {
+            if (num_external <= 0)
+                throw UpstreamAssertion("async_load_without_tokens", std::string(kSchedulerPy) + " Scheduler.schedule",
+                                        "assert num_external_computed_tokens > 0");
+        } else {
+            num_new = req.num_tokens() - num_computed;
+            if (config_.long_prefill_threshold > 0 && num_new > config_.long_prefill_threshold)
+                num_new = config_.long_prefill_threshold;
+            if (!config_.chunked_prefill && num_new > st.token_budget) break;
+            num_new = std::min(num_new, st.token_budget);
+            if (num_new <= 0)
+                throw UpstreamAssertion("no_new_tokens", std::string(kSchedulerPy) + " Scheduler.schedule",
+                                        "assert num_new_tokens > 0");
+        }
+
+        AdmissionLimits limits;
+        limits.full_sequence_must_fit = config_.reserve_full_isl;
+        limits.reserved_blocks = load_async ? inflight_prefill_reserved_blocks() : 0;
+        const auto new_blocks = kv_cache_manager_.allocate_slots(req, num_new, num_local, hits, 0, num_external,
+                                                                 load_async, limits);
+        if (!new_blocks) break;  // stays at the head of its queue
+
+        if (connector_ != nullptr) connector_->update_state_after_alloc(req, blocks_of(req.id()), num_external);
+        queue.pop_front();
+
+        if (load_async) {
+            set_status(req, RequestStatus::waiting_for_remote_kvs);
+            req.num_computed_tokens = num_computed;
+            inflight_prefills_.insert(req.id());
+            step_skipped.push_back(req.id());
+            log_.emitf("park", "{} blocks={} local={} external={}", req.id(),
+                       format_blocks(kv_cache_manager_.get_block_ids(req.id())), num_local, num_external);
+            continue;
+        }
+
+        running_.push_back(req.id());
+        if (req.status == RequestStatus::waiting)
+            st.scheduled_new.push_back(req.id());
+        else if (req.status == RequestStatus::preempted)
+            st.scheduled_resumed.push_back(req.id());
+        else
+            throw UpstreamAssertion("invalid_request_status", std::string(kSchedulerPy) + " Scheduler.schedule",
+                                    "RuntimeError: Invalid request status: " + std::string(to_string(req.status)));
+        st.req_to_new_blocks[req.id()] = kv_cache_manager_.get_block_ids(req.id());
+        st.num_scheduled_tokens[req.id()] = num_new;
+        st.token_budget -= num_new;
+        set_status(req, RequestStatus::running);
+        req.num_computed_tokens = num_computed;
+        if (num_computed + num_new < req.num_tokens()) inflight_prefills_.insert(req.id());
+        if (!new_blocks->empty()) log_.emitf("alloc", "{} +{}", req.id(), format_blocks(*new_blocks));
+    }
+
+    // prepend_requests: this step's skipped keep their order, ahead of older skipped items.
+    for (auto it = step_skipped.rbegin(); it != step_skipped.rend(); ++it) skipped_waiting_.push_front(*it);
+}
+
+void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
+    // Model runner v2: resumed requests are folded into the new-request list (full resend).
+    auto add_new = [&](const std::string& id) {
+        const Request& req = request(id);
+        out.scheduled_new_reqs.push_back({id, st.req_to_new_blocks.at(id), req.num_computed_tokens});
+    };
+    for (const auto& id : st.scheduled_new) add_new(id);
+    for (const auto& id : st.scheduled_resumed) add_new(id);
+
+    // Scheduler._make_cached_request_data @ copy 66053724462
+    auto& cached = out.scheduled_cached_reqs;
+    for (const auto& id : st.scheduled_running) {
+        const Request& req = request(id);
+        const auto& delta = st.req_to_new_blocks.at(id);
+        cached.req_ids.push_back(id);
+        cached.new_block_ids.push_back(delta.empty() ? std::nullopt : std::optional(delta));
+        cached.num_computed_tokens.push_back(req.num_computed_tokens);
+        cached.num_output_tokens.push_back(req.num_output_tokens());
+    }
+
+    out.num_scheduled_tokens = st.num_scheduled_tokens;
+    out.finished_req_ids = std::move(finished_req_ids_);
+    finished_req_ids_.clear();
+    out.preempted_req_ids = std::move(reset_preempted_req_ids_);
+    reset_preempted_req_ids_.clear();
+
+    // KVConnectorBlockState: eager rule (#51358) copy id 66053724462; every-scheduled rule (#54853) copy id 68813196071
+    if (connector_ != nullptr && variant_.snapshot_rule != SnapshotRule::none) {
+        KVConnectorBlockState state;
+        auto snapshot = [&](const std::string& id) { state.block_ids[id] = kv_cache_manager_.get_block_ids(id); };
+        if (variant_.snapshot_rule == SnapshotRule::eager) {
+            for (const auto& nr : out.scheduled_new_reqs) snapshot(nr.req_id);
+            for (std::size_t i = 0; i < cached.size(); ++i)
+                if (cached.new_block_ids[i]) snapshot(cached.req_ids[i]);
+        } else {
+            for (const auto& [id, n] : out.num_scheduled_tokens) snapshot(id);
+        }
+        out.kv_connector_block_state = std::move(state);
+    }
+
+    std::string new_desc, cached_desc;
+    for (const auto& nr : out.scheduled_new_reqs)
+        new_desc += fmt::format("{}{}:{}", new_desc.empty() ? "" : ",", nr.req_id, out.num_scheduled_tokens.at(nr.req_id));
+    for (const auto& id : cached.req_ids)
+        cached_desc += fmt::format("{}{}:{}", cached_desc.empty() ? "" : ",", id, out.num_scheduled_tokens.at(id));
+    if (out.total_num_scheduled_tokens > 0 || !out.preempted_req_ids.empty() || !out.finished_req_ids.empty())
+        log_.emitf("schedule", "new=[{}] cached=[{}] tokens={} preempted={} free_blocks={}", new_desc, cached_desc,
+                   out.total_num_scheduled_tokens, format_blocks(out.preempted_req_ids),
+                   kv_cache_manager_.block_pool().num_free_blocks());
+}
+
+// Scheduler._update_after_schedule @ copy 66053724462
+void Scheduler::update_after_schedule(const SchedulerOutput& out) {
+    for (const auto& [id, n] : out.num_scheduled_tokens) {
+        Request& req = request(id);
+        req.num_computed_tokens += n;
+        if (req.num_computed_tokens >= req.num_tokens()) inflight_prefills_.erase(id);
+    }
+}
+
+// vllm/v1/core/sched/utils.py check_stop @ 00024d31 (no EOS or stop tokens are modelled)
+bool Scheduler::check_stop(Request& req) {
+    if (req.num_tokens() >= config_.max_model_len || req.num_output_tokens() >= req.max_tokens()) {
+        set_status(req, RequestStatus::finished_length_capped);
+        return true;
+    }
+    return false;
+}
+
+// Scheduler._update_requests_with_invalid_blocks @ copy 66053724462 (one group)
+bool Scheduler::rewind_for_invalid_blocks(Request& req, const std::set<BlockId>& invalid, int num_scheduled,
+                                          std::set<BlockId>& marked) {
+    const auto table = kv_cache_manager_.get_block_ids(req.id());
+    const int base = req.num_computed_tokens - num_scheduled;
+    const auto computed_blocks = static_cast<std::size_t>(cdiv(base, config_.block_size));
+    bool affected = false;
+    std::optional<int> rewind;
+    for (std::size_t i = 0; i < std::min(computed_blocks, table.size()); ++i) {
+        if (!invalid.contains(table[i])) continue;
+        affected = true;
+        if (!marked.insert(table[i]).second) continue;  // another request already owns this failure
+        const int pos = static_cast<int>(i) * config_.block_size;
+        if (!rewind || pos < *rewind) rewind = pos;
+    }
+    if (!affected) return false;
+    req.num_computed_tokens = rewind ? *rewind : base;
+    log_.emitf("invalid", "{} computed={} (load failed)", req.id(), req.num_computed_tokens);
+    return true;
+}
+
+// Scheduler._handle_invalid_blocks @ copy 66053724462, kv_load_failure_policy "recompute"
+std::set<std::string> Scheduler::handle_invalid_blocks(const std::set<BlockId>& invalid,
+                                                       const OrderedMap<int>& num_scheduled) {
+    std::set<BlockId> marked_async;
+    for (const auto& id : skipped_waiting_) {
+        Request& req = request(id);
+        if (req.status == RequestStatus::waiting_for_remote_kvs && rewind_for_invalid_blocks(req, invalid, 0, marked_async))
+            failed_recving_kv_req_ids_.insert(id);
+    }
+    std::set<std::string> failed_sync;
+    std::set<BlockId> marked_sync;
+    for (const auto& [id, n] : num_scheduled) {
+        auto* slot = requests_.find(id);
+        if (slot == nullptr || is_finished((*slot)->status)) continue;
+        if (rewind_for_invalid_blocks(**slot, invalid, n, marked_sync)) failed_sync.insert(id);
+    }
+    return failed_sync;
+}
+
+void Scheduler::update_from_output(const SchedulerOutput& out, const ModelRunnerOutput& runner_output) {
+    std::set<std::string> failed_sync;
+    if (runner_output.kv_connector_output && !runner_output.kv_connector_output->invalid_block_ids.empty())
+        failed_sync = handle_invalid_blocks(runner_output.kv_connector_output->invalid_block_ids, out.num_scheduled_tokens);
+    std::set<std::string> stopped_running;
+    std::set<std::string> stopped_preempted;
+    for (const auto& [id, n] : out.num_scheduled_tokens) {
+        if (failed_sync.contains(id)) continue;  // recomputed next step
+        auto* slot = requests_.find(id);
+        if (slot == nullptr || is_finished((*slot)->status)) continue;  // aborted while executing
+        Request& req = **slot;
+        const auto* sampled = runner_output.sampled_token_ids.find(id);
+        if (sampled == nullptr || sampled->empty()) continue;  // partial prefill
+        const RequestStatus before = req.status;
+        bool stopped = false;
+        for (TokenId token : *sampled) {
+            req.append_output_token(token);
+            if (check_stop(req)) {
+                stopped = true;
+                break;
+            }
+        }
+        if (!stopped) continue;
+        log_.emitf("finish", "{} {} output={}", id, to_string(req.status), req.num_output_tokens());
+        free_request(req, false);
+        (before == RequestStatus::running ? stopped_running : stopped_preempted).insert(id);
+    }
+    if (!stopped_running.empty())
+        std::erase_if(running_, [&](const std::string& id) { return stopped_running.contains(id); });
+    if (!stopped_preempted.empty()) remove_from_waiting_queues(stopped_preempted);
+
+    if (runner_output.kv_connector_output) update_from_kv_xfer_finished(*runner_output.kv_connector_output);
+}
+
+// Scheduler._update_from_kv_xfer_finished @ copy 66053724462 (its asserts carry no message)
+void Scheduler::update_from_kv_xfer_finished(const KVConnectorOutput& output) {
+    const std::string site = std::string(kSchedulerPy) + " Scheduler._update_from_kv_xfer_finished";
+    if (connector_ != nullptr) connector_->update_connector_output(output);
+    for (const auto& id : output.finished_recving) {
+        auto* slot = requests_.find(id);
+        if (slot == nullptr)
+            throw UpstreamAssertion("recving_unknown_request", site, "assert req_id in self.requests (" + id + ")");
+        Request& req = **slot;
+        if (req.status == RequestStatus::waiting_for_remote_kvs) {
+            finished_recving_kv_req_ids_.insert(id);
+            log_.emitf("recv_done", "{}", id);
+        } else {
+            if (!is_finished(req.status))
+                throw UpstreamAssertion("recving_not_finished", site,
+                                        "assert RequestStatus.is_finished(req.status) (" + id + " is " +
+                                            std::string(to_string(req.status)) + ")");
+            log_.emitf("recv_done", "{} (finished; delayed free)", id);
+            free_blocks(req);
+        }
+    }
+    for (const auto& id : output.finished_sending) {
+        auto* slot = requests_.find(id);
+        if (slot == nullptr)
+            throw UpstreamAssertion("sending_unknown_request", site, "assert req_id in self.requests (" + id + ")");
+        log_.emitf("send_done", "{}", id);
+        free_blocks(**slot);
+    }
+}
+
+// Scheduler._free_request @ copy 66053724462
+void Scheduler::free_request(Request& req, bool delay_free_blocks) {
+    model_check(is_finished(req.status), "freeing an unfinished request");
+    inflight_prefills_.erase(req.id());
+    bool connector_delay = false;
+    if (connector_ != nullptr) {
+        // get_block_ids_for_computed_tokens: only the blocks that cover computed tokens.
+        auto blocks = kv_cache_manager_.get_block_ids(req.id());
+        const auto covered = static_cast<std::size_t>(cdiv(req.num_computed_tokens, config_.block_size));
+        if (blocks.size() > covered) blocks.resize(covered);
+        connector_delay = connector_->request_finished(req, blocks).delay_free_blocks;
+    }
+    finished_req_ids_.insert(req.id());
+    if (delay_free_blocks || connector_delay) {
+        log_.emitf("hold", "{} blocks={} ({})", req.id(), format_blocks(kv_cache_manager_.get_block_ids(req.id())),
+                   delay_free_blocks ? "load in flight" : "connector delays free");
+        return;
+    }
+    free_blocks(req);
+}
+
+// Scheduler._free_blocks @ copy 66053724462
+void Scheduler::free_blocks(Request& req) {
+    if (!is_finished(req.status))
+        throw UpstreamAssertion("free_blocks_not_finished", std::string(kSchedulerPy) + " Scheduler._free_blocks",
+                                "assert request.is_finished()");
+    const auto blocks = kv_cache_manager_.get_block_ids(req.id());
+    kv_cache_manager_.free(req);
+    log_.emitf("free", "{} {}", req.id(), format_blocks(blocks));
+    const std::string id = req.id();
+    transitions_.push_back({id, req.status, std::nullopt});
+    requests_.erase(id);
+}
+
+void Scheduler::remove_from_waiting_queues(const std::set<std::string>& ids) {
+    auto drop = [&](std::deque<std::string>& q) {
+        std::erase_if(q, [&](const std::string& id) { return ids.contains(id); });
+    };
+    drop(waiting_);
+    drop(skipped_waiting_);
+}
+
+std::vector<std::string> Scheduler::finish_requests(const std::vector<std::string>& request_ids,
+                                                    RequestStatus status) {
+    model_check(is_finished(status), "finish_requests needs a finished status");
+    std::vector<Request*> valid;
+    std::set<std::string> running_ids;
+    std::set<std::string> waiting_ids;
+    for (const auto& id : request_ids) {
+        auto* slot = requests_.find(id);
+        if (slot == nullptr || is_finished((*slot)->status)) {
+            log_.emitf("abort", "{} ignored ({})", id, slot == nullptr ? "gone" : "already finished");
+            continue;
+        }
+        valid.push_back(slot->get());
+        ((*slot)->status == RequestStatus::running ? running_ids : waiting_ids).insert(id);
+    }
+    if (!running_ids.empty())
+        std::erase_if(running_, [&](const std::string& id) { return running_ids.contains(id); });
+    if (!waiting_ids.empty()) remove_from_waiting_queues(waiting_ids);
+
+    std::vector<std::string> finished;
+    for (Request* req : valid) {
+        bool delay = false;
+        if (req->status == RequestStatus::waiting_for_remote_kvs) {
+            delay = !finished_recving_kv_req_ids_.contains(req->id());
+            finished_recving_kv_req_ids_.erase(req->id());
+            failed_recving_kv_req_ids_.erase(req->id());
+        }
+        log_.emitf("abort", "{} from {}", req->id(), to_string(req->status));
+        set_status(*req, status);
+        finished.push_back(req->id());
+        free_request(*req, delay);
+    }
+    return finished;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,108 @@
+#pragma once
+// vllm/v1/core/sched/scheduler.py Scheduler, v0.29-era shape (copy id 66053724462; S-old
+// 00024d314514900f361ad072af6931e403b7f589 where they agree). FCFS policy, synchronous
+// engine (no async scheduling, no pipeline parallelism, no speculative decoding).
+#include <deque>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sim/common/ordered_map.h"
+#include "sim/connector/base.h"
+#include "sim/core/kv_cache_manager.h"
+#include "sim/core/outputs.h"
+#include "sim/core/request.h"
+#include "sim/core/scheduler_output.h"
+#include "sim/trace/trace.h"
+#include "sim/variant/variant.h"
+
+namespace kvsim {
+
+class EventLog;
+
+// One request lifecycle transition; from = nullopt for a new request, to = nullopt when
+// the request object is deleted (its blocks freed).
+struct StatusTransition {
+    std::string req_id;
+    std::optional<RequestStatus> from;
+    std::optional<RequestStatus> to;
+};
+
+class Scheduler {
+public:
+    Scheduler(const EngineConfig& config, const Variant& variant, KVConnectorScheduler* connector, EventLog& log);
+
+    // Scheduler.add_request (+ _enqueue_waiting_request) @ copy 66053724462
+    void add_request(std::unique_ptr<Request> request);
+    // Scheduler.finish_requests @ copy 66053724462; returns the ids actually finished.
+    std::vector<std::string> finish_requests(const std::vector<std::string>& request_ids, RequestStatus status);
+    // Scheduler.schedule @ copy 66053724462
+    SchedulerOutput schedule(int step);
+    // Scheduler.update_from_output @ copy 66053724462
+    void update_from_output(const SchedulerOutput& output, const ModelRunnerOutput& runner_output);
+
+    // Scheduler.has_unfinished_requests: something waits or runs.
+    bool has_unfinished_requests() const { return !waiting_.empty() || !skipped_waiting_.empty() || !running_.empty(); }
+    // Request objects still alive, including finished ones whose blocks are held by a delayed free.
+    bool has_requests() const { return !requests_.empty(); }
+
+    const OrderedMap<std::unique_ptr<Request>>& requests() const { return requests_; }
+    const std::deque<std::string>& waiting() const { return waiting_; }
+    const std::deque<std::string>& skipped_waiting() const { return skipped_waiting_; }
+    const std::vector<std::string>& running() const { return running_; }
+    const std::set<std::string>& finished_recving_kv_req_ids() const { return finished_recving_kv_req_ids_; }
+    const KVCacheManager& kv_cache_manager() const { return kv_cache_manager_; }
+    KVCacheManager& kv_cache_manager() { return kv_cache_manager_; }
+    const EngineConfig& config() const { return config_; }
+
+    // Transitions since clear_transitions(), in the order they happened.
+    const std::vector<StatusTransition>& transitions() const { return transitions_; }
+    void clear_transitions() { transitions_.clear(); }
+
+private:
+    struct StepState;
+
+    void schedule_running(StepState& st);
+    void schedule_waiting(StepState& st);
+    void build_output(StepState& st, SchedulerOutput& out);
+    void update_after_schedule(const SchedulerOutput& out);
+
+    void preempt_request(Request& request);
+    bool try_promote_blocked_waiting_request(Request& request);
+    void update_waiting_for_remote_kv(Request& request);
+    int inflight_prefill_reserved_blocks() const;
+    KVCacheBlocks blocks_of(const std::string& req_id) const;
+
+    bool check_stop(Request& request);
+    void free_request(Request& request, bool delay_free_blocks);
+    void free_blocks(Request& request);
+    void update_from_kv_xfer_finished(const KVConnectorOutput& output);
+    std::set<std::string> handle_invalid_blocks(const std::set<BlockId>& invalid, const OrderedMap<int>& num_scheduled);
+    bool rewind_for_invalid_blocks(Request& request, const std::set<BlockId>& invalid, int num_scheduled,
+                                   std::set<BlockId>& marked);
+
+    Request& request(const std::string& id);
+    void set_status(Request& request, RequestStatus status);
+    std::deque<std::string>& select_waiting_queue();
+    void remove_from_waiting_queues(const std::set<std::string>& ids);
+
+    EngineConfig config_;
+    Variant variant_;
+    KVConnectorScheduler* connector_;
+    EventLog& log_;
+    KVCacheManager kv_cache_manager_;
+
+    OrderedMap<std::unique_ptr<Request>> requests_;
+    std::deque<std::string> waiting_;
+    std::deque<std::string> skipped_waiting_;
+    std::vector<std::string> running_;
+    std::set<std::string> finished_req_ids_;
+    std::set<std::string> reset_preempted_req_ids_;
+    std::set<std::string> finished_recving_kv_req_ids_;
+    std::set<std::string> failed_recving_kv_req_ids_;
+    std::set<std::string> inflight_prefills_;
+    std::vector<StatusTransition> transitions_;
+};
+
+}  // namespace kvsim
