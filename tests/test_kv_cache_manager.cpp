@@ -10,10 +10,10 @@
 using namespace kvsim;
 using Ids = std::vector<BlockId>;
 
-// Scenarios marked "upstream" transcribe tests/v1/core/test_prefix_caching.py (@ 003df296 and an
+// Scenarios marked "upstream" transcribe tests/v1/core/test_prefix_caching.py (@ 003df2961dd8830c317a61f9745ccd557da9fa06 and an
 // upstream-shaped copy with the 2-value get_computed_blocks API) and
 // tests/v1/core/test_kv_cache_utils.py; their block ids and queue orders are upstream's assertions
-// unless a line says "derived" (our reading of block_pool.py @ c59cb794).
+// unless a line says "derived" (our reading of block_pool.py @ c59cb7941357443da7c5eef75cfa8697d683d228).
 
 namespace {
 
@@ -245,7 +245,7 @@ TEST_CASE("upstream test_basic_prefix_caching_disabled", "[kv_cache_manager]") {
     const std::vector<Case> cases = {
         {FreeOrder::append_all, {4, 3, 2, 1}},
         {FreeOrder::fresh_head, {4, 3, 2, 1}},       // #48017
-        {FreeOrder::fresh_head_lifo, {3, 2, 1, 4}},  // #51482 (= c59cb794, which has no caching branch)
+        {FreeOrder::fresh_head_lifo, {3, 2, 1, 4}},  // #51482 (= c59cb7941357443da7c5eef75cfa8697d683d228, which has no caching branch)
     };
     for (const auto& c : cases) {
         KVCacheManager m = make_manager(5, 4, false, c.order);

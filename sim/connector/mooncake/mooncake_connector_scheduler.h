@@ -25,7 +25,7 @@ class EventLog;
 
 class MooncakeConnectorScheduler : public KVConnectorScheduler {
 public:
-    // MooncakeConnectorScheduler.__init__ @ 00f4240e: role flags by strict equality.
+    // MooncakeConnectorScheduler.__init__ @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: role flags by strict equality.
     MooncakeConnectorScheduler(const ConnectorSpec& spec, EventLog& log);
 
     std::string_view name() const override { return "p2p"; }

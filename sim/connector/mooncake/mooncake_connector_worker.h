@@ -29,7 +29,7 @@ namespace kvsim {
 
 class MooncakeConnectorWorker : public KVConnectorWorker {
 public:
-    // MooncakeConnectorWorker.__init__ @ 00f4240e: role flags by strict equality; the
+    // MooncakeConnectorWorker.__init__ @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: role flags by strict equality; the
     // receiver runs unless kv_producer, the sender unless kv_consumer.
     MooncakeConnectorWorker(const ConnectorSpec& spec, WorkerEnv& env);
 

@@ -363,7 +363,7 @@ void Scheduler::update_after_schedule(const SchedulerOutput& out) {
     }
 }
 
-// vllm/v1/core/sched/utils.py check_stop @ 00024d31 (no EOS or stop tokens are modelled)
+// vllm/v1/core/sched/utils.py check_stop @ 00024d314514900f361ad072af6931e403b7f589 (no EOS or stop tokens are modelled)
 bool Scheduler::check_stop(Request& req) {
     if (req.num_tokens() >= config_.max_model_len || req.num_output_tokens() >= req.max_tokens()) {
         set_status(req, RequestStatus::finished_length_capped);
