@@ -75,7 +75,7 @@ int KVCacheManager::num_blocks_to_allocate(const std::string& request_id, int nu
 }
 
 // vllm/v1/core/kv_cache_manager.py KVCacheManager.allocate_slots @ ace980e6de0540f49b0c63248437a1a7807590c1
-// (+ the v0.29 admission arguments, upstream-shaped copy id 66224502829) with the full-attention
+// (+ the v0.29 admission arguments @ 003df2961dd8830c317a61f9745ccd557da9fa06) with the full-attention
 // SingleTypeKVCacheManager allocate_new_computed_blocks / allocate_new_blocks / cache_blocks @ 129ab7c60cbb8eb11e875373e67f7e521b74aa30
 std::optional<std::vector<BlockId>> KVCacheManager::allocate_slots(Request& request, int num_new_tokens,
                                                                    int num_new_computed_tokens,

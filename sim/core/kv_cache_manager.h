@@ -17,8 +17,8 @@ struct ComputedBlocks {
     int num_tokens = 0;
 };
 
-// Admission arguments of the v0.29-era allocate_slots (kv_cache_manager.py, upstream-shaped copy id
-// 66224502829; PR #44594 watermark). The defaults reproduce ace980e6de0540f49b0c63248437a1a7807590c1 exactly.
+// Admission arguments of the v0.29-era allocate_slots (kv_cache_manager.py @
+// 003df2961dd8830c317a61f9745ccd557da9fa06; PR #44594 watermark). The defaults reproduce ace980e6de0540f49b0c63248437a1a7807590c1 exactly.
 struct AdmissionLimits {
     bool full_sequence_must_fit = false;  // the whole min(num_tokens, max_model_len) must fit first
     int reserved_blocks = 0;              // kept free for in-flight prefills (not applied to the full check)
