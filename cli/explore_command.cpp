@@ -1,4 +1,4 @@
-// kvsim explore: swarm-style random search (DESIGN §7, §8). Each seed draws its own knobs and
+// kvsim explore: swarm-style random search (README.md, Exploring). Each seed draws its own knobs and
 // a small trace (fuzz/swarm/swarm.h), runs it under one variant, and every failing seed is printed
 // with the command that regenerates and reruns exactly that trace.
 #include <fmt/format.h>

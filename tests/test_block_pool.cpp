@@ -118,7 +118,7 @@ TEST_CASE("free_blocks ordering per FreeOrder / caching off", "[block_pool]") {
         FreeOrder order;
         Ids expected;
     };
-    // Note: block_pool.py @ c59cb794 itself has no caching branch; with caching off every
+    // Note: block_pool.py @ c59cb7941357443da7c5eef75cfa8697d683d228 itself has no caching branch; with caching off every
     // freed block is unhashed and prepended, which is the fresh_head_lifo row.
     const std::vector<Case> cases = {
         {FreeOrder::append_all, {5, 6, 7, 4, 3, 2, 1}},

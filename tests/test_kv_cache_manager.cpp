@@ -10,10 +10,10 @@
 using namespace kvsim;
 using Ids = std::vector<BlockId>;
 
-// Scenarios marked "upstream" transcribe tests/v1/core/test_prefix_caching.py (@ 003df296 and an
-// upstream-shaped copy with the 2-value get_computed_blocks API) and
+// Scenarios marked "upstream" transcribe tests/v1/core/test_prefix_caching.py (@ 003df2961dd8830c317a61f9745ccd557da9fa06 and, for
+// the 2-value get_computed_blocks API, @ 717aebb008de838f4bbbb84a66d254f0f6c8c9bb) and
 // tests/v1/core/test_kv_cache_utils.py; their block ids and queue orders are upstream's assertions
-// unless a line says "derived" (our reading of block_pool.py @ c59cb794).
+// unless a line says "derived" (our reading of block_pool.py @ c59cb7941357443da7c5eef75cfa8697d683d228).
 
 namespace {
 
@@ -149,7 +149,7 @@ TEST_CASE("upstream test_decode: blocks appear when a slot needs them", "[kv_cac
     CHECK_FALSE(hashed(m, table[4]));
 }
 
-// Notes §4.1: bs=16, a decode step that needs slot 49 allocates block #4.
+// KVCacheManager.allocate_slots: bs=16, a decode step that needs slot 49 allocates block #4.
 TEST_CASE("decode needing slot 49 allocates the 4th block / slots 50-64 do not",
           "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
@@ -245,7 +245,7 @@ TEST_CASE("upstream test_basic_prefix_caching_disabled", "[kv_cache_manager]") {
     const std::vector<Case> cases = {
         {FreeOrder::append_all, {4, 3, 2, 1}},
         {FreeOrder::fresh_head, {4, 3, 2, 1}},       // #48017
-        {FreeOrder::fresh_head_lifo, {3, 2, 1, 4}},  // #51482 (= c59cb794, which has no caching branch)
+        {FreeOrder::fresh_head_lifo, {3, 2, 1, 4}},  // #51482 (= c59cb7941357443da7c5eef75cfa8697d683d228, which has no caching branch)
     };
     for (const auto& c : cases) {
         KVCacheManager m = make_manager(5, 4, false, c.order);
@@ -399,7 +399,7 @@ TEST_CASE("caching disabled: no lookups / no hashes", "[kv_cache_manager]") {
     CHECK_THROWS_AS(m.allocate_slots(b, 48, 16, Ids{1}), std::logic_error);
 }
 
-// Notes §4.3 step 5: external tokens get fresh blocks; the return value holds only new-token blocks.
+// KVCacheManager.allocate_slots with num_external_computed_tokens: external tokens get fresh blocks; the return value holds only new-token blocks.
 TEST_CASE("external computed tokens: blocks allocated / not returned", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
     Request r = make_request("r", range(0, 64));
@@ -636,7 +636,7 @@ TEST_CASE("KVCacheManager constructor preconditions", "[kv_cache_manager]") {
     CHECK(m.all_request_blocks().empty());
 }
 
-// v0.29-era admission arguments (kv_cache_manager.py copy id 66224502829); derived values.
+// v0.29-era admission arguments (kv_cache_manager.py @ 003df2961dd8830c317a61f9745ccd557da9fa06); derived values.
 TEST_CASE("full_sequence_must_fit gates on the whole sequence", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);  // 10 free
     Request r = make_request("r", range(0, 200));  // 13 blocks in full

@@ -31,7 +31,7 @@ std::vector<std::string> corpus_traces() {
 
 TEST_CASE("the lifecycle graph holds the transitions upstream allows as named edges", "[lifecycle]") {
     const LifecycleGraph& g = LifecycleGraph::upstream();
-    // reference core_scheduler.md §1.2, as the model makes them
+    // upstream's RequestStatus transitions (properties/lifecycle/lifecycle_graph.cpp), as the model makes them
     const std::vector<std::pair<S, S>> allowed = {
         {S::new_request, S::waiting},
         {S::waiting, S::running},

@@ -1,5 +1,5 @@
 // MultiConnector against vllm/distributed/kv_transfer/kv_connector/v1/multi_connector.py
-// @ 00f4240e (MC-new) and @ a4a2a8ee (MC-old loser blocks), with small fake children.
+// @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1 and @ a4a2a8ee6926f64110185dcf028df78326563436 (older loser blocks), with small fake children.
 #include <catch2/catch.hpp>
 
 #include <map>

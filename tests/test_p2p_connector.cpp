@@ -1,5 +1,5 @@
 // MooncakeConnector (P2P): scheduler and worker sides against
-// vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py @ 00f4240e
+// vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
 // and the shapes of tests/v1/kv_connector/unit/test_mooncake_connector.py.
 #include <catch2/catch.hpp>
 
@@ -336,7 +336,7 @@ TEST_CASE("p2p build_connector_meta fills the sections of its role and resets", 
 }
 
 TEST_CASE("p2p request_finished length capped with blocks delays and queues the send", "[p2p]") {
-    // test_scheduler_request_finished @ d52c7b50: blocks [10,11] -> delay, send [[10,11]].
+    // test_scheduler_request_finished @ d52c7b50f0c58f80d666bbac65dc3eb6c2d22a97: blocks [10,11] -> delay, send [[10,11]].
     EventLog log;
     MooncakeConnectorScheduler s(p2p_spec(KvRole::kv_producer), log);
     Request p = make_request("p", 10, p_params());
@@ -471,7 +471,7 @@ TEST_CASE("p2p worker load failure reports invalid blocks and finished_recving",
 }
 
 TEST_CASE("p2p worker notify-only pull is reported on success but not on failure", "[p2p]") {
-    // Upstream @ 00f4240e: process_pulling_result reports every ok pull, blocks or not;
+    // Upstream @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: process_pulling_result reports every ok pull, blocks or not;
     // _handle_failed_recv skips a pull without local blocks.
     WorkerRig rig;
     MooncakeConnectorWorker w(p2p_spec(KvRole::kv_consumer), rig.env);

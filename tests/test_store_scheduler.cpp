@@ -447,8 +447,8 @@ TEST_CASE("store resumed step: the full table replaces a stale tracker", "[store
 
 // upstream test_preempted_request_readmitted_in_same_step[new|resumed] and
 // ..._with_pending_load_in_same_step expect the LATEST scheduler (it keeps entries allocated
-// this step). The modelled scheduler (copy 57573019288) pops the entry on preemption first.
-TEST_CASE("store preempted and re-admitted in one step: copy 57573019288 loses the entry", "[store]") {
+// this step). The modelled scheduler (@ a83dffb9ea007219cd877492e020ec6bee45c6a3) pops the entry on preemption first.
+TEST_CASE("store preempted and re-admitted in one step: the modelled scheduler loses the entry", "[store]") {
     {
         StoreFixture f;
         Request& req = f.request("req-0", 48);
@@ -567,7 +567,7 @@ TEST_CASE("store pins: pinned_blocks lists a shared block once per pin", "[store
     CHECK_FALSE(f.scheduler->request_finished(a, {1, 2, 3}).delay_free_blocks);
 }
 
-// ---- delay_free (L1, v0.27.1) ----
+// ---- delay_free (pre-#52372, v0.27.1) ----
 
 TEST_CASE("store delay_free: request_finished delays only a request with something saved", "[store]") {
     {

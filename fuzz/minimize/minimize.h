@@ -1,5 +1,5 @@
 #pragma once
-// Trace-level minimisation that keeps a finding's exact signature (DESIGN §7, the nightly
+// Trace-level minimisation that keeps a finding's exact signature (`kvsim minimize` and the nightly
 // triage). Delta debugging over the trace's structure, not its bytes: remove events (an
 // arrive takes its aborts and faults along), connectors (with the store lines, faults and
 // remote flags that need them), store lines, prompt segments and unused segments; then

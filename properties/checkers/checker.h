@@ -1,5 +1,5 @@
 #pragma once
-// Invariant checkers: after every step they judge the core's true state (DESIGN §5).
+// Invariant checkers: after every step they judge the core's true state (README.md, Property tests).
 #include <memory>
 #include <string>
 #include <string_view>

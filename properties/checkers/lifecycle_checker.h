@@ -1,7 +1,7 @@
 #pragma once
 // Every request status transition the scheduler made in the last step is an edge of the
-// request lifecycle graph (properties/lifecycle/lifecycle_graph.h, reference core_scheduler.md
-// §1.2). Invariant id: lifecycle_transition.
+// request lifecycle graph (properties/lifecycle/lifecycle_graph.h: upstream's RequestStatus
+// transitions). Invariant id: lifecycle_transition.
 #include <vector>
 
 #include "properties/checkers/checker.h"

@@ -79,7 +79,7 @@ std::optional<Trace> counterexample_trace(const rc::detail::TestResult& result);
 // failed. Empty on a clean pass.
 std::vector<std::string> findings(const RunResult& result);
 
-// Invariant families (DESIGN §5), by the invariant ids the checkers emit.
+// Invariant families (README.md, Property tests), by the invariant ids the checkers emit.
 enum class Family {
     snapshot_access,  // save/load/send block access (worker_access_checker) + upstream's own
                       // missing-current-block-table assertions

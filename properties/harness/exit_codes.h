@@ -1,5 +1,5 @@
 #pragma once
-// Exit codes (DESIGN §4); 64/65 follow sysexits.h (EX_USAGE, EX_DATAERR), 70 = EX_SOFTWARE.
+// Exit codes (README.md, Verdicts and exit codes); 64/65 follow sysexits.h (EX_USAGE, EX_DATAERR), 70 = EX_SOFTWARE.
 #include "sim/trace/trace.h"
 
 namespace kvsim::exit_code {

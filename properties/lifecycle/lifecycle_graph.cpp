@@ -90,7 +90,7 @@ const LifecycleGraph& LifecycleGraph::upstream() {
     return graph;
 }
 
-// Reference core_scheduler.md §1.2 (REQ dba83d52, S-new copy 66053724462), as the model makes
+// RequestStatus in vllm/v1/request.py @ dba83d52c06471eabafba4310718ac7a100cbfa4 and vllm/v1/core/sched/scheduler.py @ 003df2961dd8830c317a61f9745ccd557da9fa06, as the model makes
 // the transitions: Scheduler::add_request, schedule_waiting (admit / park), the promotion in
 // try_promote_blocked_waiting_request, preempt_request, check_stop, finish_requests, free_blocks.
 LifecycleGraph::LifecycleGraph() {

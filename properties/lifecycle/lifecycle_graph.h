@@ -1,5 +1,5 @@
 #pragma once
-// The request lifecycle as a graph (DESIGN §7, reference core_scheduler.md §1.2): vertices are the
+// The request lifecycle as a graph (`kvsim coverage` counts its edges): vertices are the
 // request statuses plus two pseudo-states, NEW (before Scheduler.add_request) and FREED (the request
 // object deleted, its blocks freed); edges are the transitions upstream allows, each with a name.
 // Scheduler::transitions() reports every transition the model makes; an observed transition that
@@ -71,7 +71,7 @@ struct LifecycleEdgeInfo {
 
 class LifecycleGraph {
 public:
-    // The transitions upstream allows, as kvsim's model makes them (reference §1.2; every
+    // The transitions upstream allows, as kvsim's model makes them (lifecycle_graph.cpp; every
     // set_status in sim/core/sched/scheduler.cpp).
     static const LifecycleGraph& upstream();
 

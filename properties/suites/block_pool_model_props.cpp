@@ -7,7 +7,7 @@
 // real pool and manager must equal the model exactly.
 //
 // The model is written from the upstream semantics (vllm/v1/core/block_pool.py,
-// kv_cache_manager.py, kv_cache_utils.py FreeKVCacheBlockQueue; reference core_scheduler.md §4),
+// kv_cache_manager.py, kv_cache_utils.py FreeKVCacheBlockQueue; commits in sim/README.md),
 // not from kvsim's code: plain containers, no intrusive list.
 #include <algorithm>
 #include <deque>

@@ -41,18 +41,18 @@ public:
     virtual ~KVConnectorScheduler() = default;
     virtual std::string_view name() const = 0;
 
-    // KVConnectorBase_V1.get_num_new_matched_tokens @ 003df296
+    // KVConnectorBase_V1.get_num_new_matched_tokens @ 003df2961dd8830c317a61f9745ccd557da9fa06
     virtual MatchResult get_num_new_matched_tokens(Request& request, int num_computed_tokens) = 0;
-    // KVConnectorBase_V1.update_state_after_alloc @ 003df296 (may be called twice for async loads)
+    // KVConnectorBase_V1.update_state_after_alloc @ 003df2961dd8830c317a61f9745ccd557da9fa06 (may be called twice for async loads)
     virtual void update_state_after_alloc(Request& request, const KVCacheBlocks& blocks,
                                           int num_external_tokens) = 0;
-    // KVConnectorBase_V1.build_connector_meta @ 003df296 (must not modify the output)
+    // KVConnectorBase_V1.build_connector_meta @ 003df2961dd8830c317a61f9745ccd557da9fa06 (must not modify the output)
     virtual std::shared_ptr<const ConnectorMetadata> build_connector_meta(const SchedulerOutput& output) = 0;
-    // KVConnectorBase_V1.update_connector_output @ 003df296
+    // KVConnectorBase_V1.update_connector_output @ 003df2961dd8830c317a61f9745ccd557da9fa06
     virtual void update_connector_output(const KVConnectorOutput& output) = 0;
-    // KVConnectorBase_V1.request_finished @ 003df296 (once per request, before blocks are freed)
+    // KVConnectorBase_V1.request_finished @ 003df2961dd8830c317a61f9745ccd557da9fa06 (once per request, before blocks are freed)
     virtual FinishResult request_finished(Request& request, const std::vector<BlockId>& block_ids) = 0;
-    // KVConnectorBase_V1.has_pending_push_work @ 003df296
+    // KVConnectorBase_V1.has_pending_push_work @ 003df2961dd8830c317a61f9745ccd557da9fa06
     virtual bool has_pending_push_work() const { return false; }
     // KVConnectorBase_V1.bind_gpu_block_pool
     virtual void bind_gpu_block_pool(BlockPool* /*pool*/) {}

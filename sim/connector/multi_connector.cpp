@@ -20,7 +20,7 @@ std::vector<std::string> MultiKVConnectorMetadata::describe() const {
     return lines;
 }
 
-// MultiConnector.__init__ @ 00f4240e: children in config order.
+// MultiConnector.__init__ @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: children in config order.
 MultiConnectorScheduler::MultiConnectorScheduler(std::vector<std::unique_ptr<KVConnectorScheduler>> children,
                                                  const Variant& variant)
     : children_(std::move(children)), variant_(variant) {
@@ -28,7 +28,7 @@ MultiConnectorScheduler::MultiConnectorScheduler(std::vector<std::unique_ptr<KVC
         if (!c) throw std::invalid_argument("MultiConnectorScheduler: null child");
 }
 
-// MultiConnector.get_num_new_matched_tokens @ 00f4240e (same in a4a2a8ee)
+// MultiConnector.get_num_new_matched_tokens @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1 (same in a4a2a8ee6926f64110185dcf028df78326563436)
 MatchResult MultiConnectorScheduler::get_num_new_matched_tokens(Request& request, int num_computed_tokens) {
     MatchResult to_return{0, false};
     for (std::size_t i = 0; i < children_.size(); ++i) {
@@ -44,8 +44,8 @@ MatchResult MultiConnectorScheduler::get_num_new_matched_tokens(Request& request
     return to_return;
 }
 
-// MultiConnector.update_state_after_alloc @ 00f4240e (losers get the real blocks, #46865);
-// multi_loser_blocks=empty follows @ a4a2a8ee (losers get blocks.new_empty()).
+// MultiConnector.update_state_after_alloc @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1 (losers get the real blocks, #46865);
+// multi_loser_blocks=empty follows @ a4a2a8ee6926f64110185dcf028df78326563436 (losers get blocks.new_empty()).
 void MultiConnectorScheduler::update_state_after_alloc(Request& request, const KVCacheBlocks& blocks,
                                                        int num_external_tokens) {
     auto it = requests_to_connector_.find(request.id());
@@ -60,7 +60,7 @@ void MultiConnectorScheduler::update_state_after_alloc(Request& request, const K
     }
 }
 
-// MultiConnector.build_connector_meta @ 00f4240e
+// MultiConnector.build_connector_meta @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
 std::shared_ptr<const ConnectorMetadata> MultiConnectorScheduler::build_connector_meta(const SchedulerOutput& output) {
     auto meta = std::make_shared<MultiKVConnectorMetadata>();
     for (const auto& c : children_) meta->metadata.push_back(c->build_connector_meta(output));
@@ -71,13 +71,13 @@ std::shared_ptr<const ConnectorMetadata> MultiConnectorScheduler::build_connecto
     return meta;
 }
 
-// MultiConnector.update_connector_output @ 00f4240e: every child sees the output (the
+// MultiConnector.update_connector_output @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: every child sees the output (the
 // finished sets are shared; per-child worker metadata is not modelled).
 void MultiConnectorScheduler::update_connector_output(const KVConnectorOutput& output) {
     for (const auto& c : children_) c->update_connector_output(output);
 }
 
-// MultiConnector._aggregate_request_finished (via request_finished_all_groups) @ 00f4240e
+// MultiConnector._aggregate_request_finished (via request_finished_all_groups) @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
 FinishResult MultiConnectorScheduler::request_finished(Request& request, const std::vector<BlockId>& block_ids) {
     int async_saves = 0;
     for (const auto& c : children_)
@@ -87,14 +87,14 @@ FinishResult MultiConnectorScheduler::request_finished(Request& request, const s
     return {async_saves > 0};
 }
 
-// MultiConnector.has_pending_push_work @ 00f4240e
+// MultiConnector.has_pending_push_work @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
 bool MultiConnectorScheduler::has_pending_push_work() const {
     for (const auto& c : children_)
         if (c->has_pending_push_work()) return true;
     return false;
 }
 
-// MultiConnector.bind_gpu_block_pool @ 00f4240e
+// MultiConnector.bind_gpu_block_pool @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
 void MultiConnectorScheduler::bind_gpu_block_pool(BlockPool* pool) {
     for (const auto& c : children_) c->bind_gpu_block_pool(pool);
 }
@@ -115,7 +115,7 @@ MultiConnectorWorker::MultiConnectorWorker(std::vector<std::unique_ptr<KVConnect
         if (!c) throw std::invalid_argument("MultiConnectorWorker: null child");
 }
 
-// MultiConnector.bind_connector_metadata + start_load_kv @ 00f4240e: merge the extra saves,
+// MultiConnector.bind_connector_metadata + start_load_kv @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: merge the extra saves,
 // then child i runs with element i.
 void MultiConnectorWorker::execute(int step, const SchedulerOutput& output) {
     const auto* meta = dynamic_cast<const MultiKVConnectorMetadata*>(output.kv_connector_metadata.get());
@@ -132,7 +132,7 @@ void MultiConnectorWorker::execute(int step, const SchedulerOutput& output) {
     }
 }
 
-// MultiConnector.get_transfer_results + get_block_ids_with_load_errors @ 00f4240e: a
+// MultiConnector.get_transfer_results + get_block_ids_with_load_errors @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: a
 // finished send is reported only when the last of the request's delaying children reports it.
 KVConnectorOutput MultiConnectorWorker::get_finished(int step, const std::set<std::string>& finished_req_ids) {
     KVConnectorOutput out;

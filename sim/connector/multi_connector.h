@@ -2,8 +2,8 @@
 // MultiConnector: children in config order; the first child with a match loads, every
 // child sees every request, a request's blocks stay until the last delaying child is done.
 // vllm/distributed/kv_transfer/kv_connector/v1/multi_connector.py MultiConnector
-// @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1 (MC-new); the loser-blocks flag selects
-// a4a2a8ee6926f64110185dcf028df78326563436 (MC-old, `blocks.new_empty()`).
+// @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1; multi_loser_blocks=empty selects the older
+// a4a2a8ee6926f64110185dcf028df78326563436 (`blocks.new_empty()`; real blocks: #46865).
 //
 // Not modelled: kv_transfer_params merging (kvsim's FinishResult carries none), stats,
 // events, handshake metadata, prefix-replay checkpoints, per-child worker metadata (the
@@ -21,7 +21,7 @@
 
 namespace kvsim {
 
-// MultiKVConnectorMetadata @ 00f4240e
+// MultiKVConnectorMetadata @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
 struct MultiKVConnectorMetadata : ConnectorMetadata {
     std::vector<std::shared_ptr<const ConnectorMetadata>> metadata;  // one per child, positional
     std::map<std::string, int> extra_async_saves;                    // empty = upstream None
@@ -61,7 +61,7 @@ private:
 class MultiConnectorWorker : public KVConnectorWorker {
 public:
     // The variant is taken for symmetry with the scheduler side; the worker aggregation is
-    // the same in MC-old and MC-new for the outputs kvsim models, so no flag is read.
+    // the same at both commits for the outputs kvsim models, so no flag is read.
     MultiConnectorWorker(std::vector<std::unique_ptr<KVConnectorWorker>> children, const Variant& variant);
 
     void execute(int step, const SchedulerOutput& output) override;

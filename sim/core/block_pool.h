@@ -36,20 +36,20 @@ public:
     // hash -> block ids holding it, first inserted first (lookup returns the first).
     const std::map<BlockHash, std::vector<BlockId>>& cached_blocks() const { return cached_; }
 
-    // BlockPool.get_cached_block @ c59cb794
+    // BlockPool.get_cached_block @ c59cb7941357443da7c5eef75cfa8697d683d228
     std::optional<BlockId> get_cached_block(BlockHash hash) const;
-    // BlockPool.get_new_blocks @ c59cb794: pops from the head, evicting stale hashes now.
+    // BlockPool.get_new_blocks @ c59cb7941357443da7c5eef75cfa8697d683d228: pops from the head, evicting stale hashes now.
     std::vector<BlockId> get_new_blocks(std::uint32_t n);
-    // BlockPool.touch @ c59cb794
+    // BlockPool.touch @ c59cb7941357443da7c5eef75cfa8697d683d228
     void touch(const std::vector<BlockId>& ids);
-    // BlockPool.free_blocks @ c59cb794 (ordering per FreeOrder)
+    // BlockPool.free_blocks @ c59cb7941357443da7c5eef75cfa8697d683d228 (ordering per FreeOrder)
     void free_blocks(const std::vector<BlockId>& ordered_ids);
-    // BlockPool.cache_full_blocks @ c59cb794: hash blocks [num_cached, num_full) of a request.
+    // BlockPool.cache_full_blocks @ c59cb7941357443da7c5eef75cfa8697d683d228: hash blocks [num_cached, num_full) of a request.
     void cache_full_blocks(const std::vector<BlockHash>& request_hashes, const std::vector<BlockId>& blocks,
                            int num_cached_blocks, int num_full_blocks);
-    // BlockPool.evict_blocks @ c59cb794: drop hashes only.
+    // BlockPool.evict_blocks @ c59cb7941357443da7c5eef75cfa8697d683d228: drop hashes only.
     void evict_blocks(const std::vector<BlockId>& ids);
-    // BlockPool.reset_prefix_cache @ c59cb794
+    // BlockPool.reset_prefix_cache @ c59cb7941357443da7c5eef75cfa8697d683d228
     bool reset_prefix_cache();
 
 private:

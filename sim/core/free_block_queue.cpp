@@ -36,8 +36,8 @@ BlockId FreeBlockQueue::popleft() {
     return id;
 }
 
-// vllm/v1/core/kv_cache_utils.py FreeKVCacheBlockQueue.popleft_n (absent from bbf906a8; contract per
-// tests/v1/core/test_kv_cache_utils.py @ 002f10e0): the first n blocks, head first.
+// vllm/v1/core/kv_cache_utils.py FreeKVCacheBlockQueue.popleft_n (absent from bbf906a88ba1a39104884c88c9811a4f968e4659; contract per
+// tests/v1/core/test_kv_cache_utils.py @ 002f10e0cfa1373a19a0d2756598a34b700d20e5): the first n blocks, head first.
 std::vector<BlockId> FreeBlockQueue::popleft_n(std::uint32_t n) {
     require(n <= size_, "cannot pop {} blocks from a queue of {}", n, size_);
     std::vector<BlockId> out;
@@ -65,8 +65,8 @@ void FreeBlockQueue::append(BlockId id) {
     link_after(tail_, id);
 }
 
-// vllm/v1/core/kv_cache_utils.py FreeKVCacheBlockQueue.append_n (absent from bbf906a8; contract per
-// tests/v1/core/test_kv_cache_utils.py @ 002f10e0): to the tail, in the given order.
+// vllm/v1/core/kv_cache_utils.py FreeKVCacheBlockQueue.append_n (absent from bbf906a88ba1a39104884c88c9811a4f968e4659; contract per
+// tests/v1/core/test_kv_cache_utils.py @ 002f10e0cfa1373a19a0d2756598a34b700d20e5): to the tail, in the given order.
 void FreeBlockQueue::append_n(const std::vector<BlockId>& ids) {
     std::vector<bool> seen(links_.size(), false);
     for (BlockId id : ids) {
@@ -77,8 +77,8 @@ void FreeBlockQueue::append_n(const std::vector<BlockId>& ids) {
     for (BlockId id : ids) link_after(tail_, id);
 }
 
-// vllm/v1/core/kv_cache_utils.py FreeKVCacheBlockQueue.prepend_n (absent from bbf906a8, came with #42656;
-// contract per tests/v1/core/test_kv_cache_utils.py @ 002f10e0): to the head, ids[0] first.
+// vllm/v1/core/kv_cache_utils.py FreeKVCacheBlockQueue.prepend_n (absent from bbf906a88ba1a39104884c88c9811a4f968e4659, came with #42656;
+// contract per tests/v1/core/test_kv_cache_utils.py @ 002f10e0cfa1373a19a0d2756598a34b700d20e5): to the head, ids[0] first.
 void FreeBlockQueue::prepend_n(const std::vector<BlockId>& ids) {
     std::vector<bool> seen(links_.size(), false);
     for (BlockId id : ids) {

@@ -9,7 +9,7 @@ namespace kvsim {
 // Block ids per KV-cache group. An empty outer vector is upstream's `()`.
 using GroupBlockIds = std::vector<std::vector<BlockId>>;
 
-// vllm/v1/core/kv_cache_manager.py KVCacheBlocks (get_block_ids / get_unhashed_block_ids) @ ace980e6
+// vllm/v1/core/kv_cache_manager.py KVCacheBlocks (get_block_ids / get_unhashed_block_ids) @ ace980e6de0540f49b0c63248437a1a7807590c1
 struct KVCacheBlocks {
     GroupBlockIds block_ids;
     GroupBlockIds unhashed_block_ids;

@@ -34,7 +34,7 @@ KVCacheManager::KVCacheManager(std::uint32_t num_blocks, int block_size, int max
 }
 
 // vllm/v1/core/kv_cache_manager.py KVCacheManager.get_computed_blocks @ ace980e6de0540f49b0c63248437a1a7807590c1
-// with single_type_kv_cache_manager.py FullAttentionManager.find_longest_cache_hit @ 129ab7c6
+// with single_type_kv_cache_manager.py FullAttentionManager.find_longest_cache_hit @ 129ab7c60cbb8eb11e875373e67f7e521b74aa30
 ComputedBlocks KVCacheManager::get_computed_blocks(const Request& request) const {
     if (!enable_caching_) return {};
     // islice(block_hashes, (num_tokens - 1) // block_size) raises on a negative stop.
@@ -75,8 +75,8 @@ int KVCacheManager::num_blocks_to_allocate(const std::string& request_id, int nu
 }
 
 // vllm/v1/core/kv_cache_manager.py KVCacheManager.allocate_slots @ ace980e6de0540f49b0c63248437a1a7807590c1
-// (+ the v0.29 admission arguments, upstream-shaped copy id 66224502829) with the full-attention
-// SingleTypeKVCacheManager allocate_new_computed_blocks / allocate_new_blocks / cache_blocks @ 129ab7c6
+// (+ the v0.29 admission arguments @ 003df2961dd8830c317a61f9745ccd557da9fa06) with the full-attention
+// SingleTypeKVCacheManager allocate_new_computed_blocks / allocate_new_blocks / cache_blocks @ 129ab7c60cbb8eb11e875373e67f7e521b74aa30
 std::optional<std::vector<BlockId>> KVCacheManager::allocate_slots(Request& request, int num_new_tokens,
                                                                    int num_new_computed_tokens,
                                                                    const std::vector<BlockId>& new_computed_blocks,
@@ -164,7 +164,7 @@ std::optional<std::vector<BlockId>> KVCacheManager::allocate_slots(Request& requ
 }
 
 // vllm/v1/core/kv_cache_manager.py KVCacheManager.free @ ace980e6de0540f49b0c63248437a1a7807590c1
-// with single_type_kv_cache_manager.py SingleTypeKVCacheManager.free @ 129ab7c6
+// with single_type_kv_cache_manager.py SingleTypeKVCacheManager.free @ 129ab7c60cbb8eb11e875373e67f7e521b74aa30
 void KVCacheManager::free(const Request& request) {
     const auto it = req_to_blocks_.find(request.id());
     std::vector<BlockId> ordered;
@@ -177,7 +177,7 @@ void KVCacheManager::free(const Request& request) {
 }
 
 // vllm/v1/core/kv_cache_manager.py KVCacheManager.cache_blocks @ ace980e6de0540f49b0c63248437a1a7807590c1
-// with single_type_kv_cache_manager.py SingleTypeKVCacheManager.cache_blocks @ 129ab7c6
+// with single_type_kv_cache_manager.py SingleTypeKVCacheManager.cache_blocks @ 129ab7c60cbb8eb11e875373e67f7e521b74aa30
 void KVCacheManager::cache_blocks(const Request& request, int num_computed_tokens) {
     if (!enable_caching_) return;
     require(num_computed_tokens >= 0, "{}: cache_blocks with {} tokens", request.id(), num_computed_tokens);

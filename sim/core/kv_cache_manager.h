@@ -17,8 +17,8 @@ struct ComputedBlocks {
     int num_tokens = 0;
 };
 
-// Admission arguments of the v0.29-era allocate_slots (kv_cache_manager.py, upstream-shaped copy id
-// 66224502829; PR #44594 watermark). The defaults reproduce ace980e6 exactly.
+// Admission arguments of the v0.29-era allocate_slots (kv_cache_manager.py @
+// 003df2961dd8830c317a61f9745ccd557da9fa06; PR #44594 watermark). The defaults reproduce ace980e6de0540f49b0c63248437a1a7807590c1 exactly.
 struct AdmissionLimits {
     bool full_sequence_must_fit = false;  // the whole min(num_tokens, max_model_len) must fit first
     int reserved_blocks = 0;              // kept free for in-flight prefills (not applied to the full check)
@@ -35,10 +35,10 @@ public:
     const BlockPool& block_pool() const { return pool_; }
     int block_size() const { return block_size_; }
 
-    // KVCacheManager.get_computed_blocks @ ace980e6: full blocks only, never the last token.
+    // KVCacheManager.get_computed_blocks @ ace980e6de0540f49b0c63248437a1a7807590c1: full blocks only, never the last token.
     ComputedBlocks get_computed_blocks(const Request& request) const;
 
-    // KVCacheManager.allocate_slots @ ace980e6. Returns the newly allocated blocks
+    // KVCacheManager.allocate_slots @ ace980e6de0540f49b0c63248437a1a7807590c1. Returns the newly allocated blocks
     // (not hits, not external-token blocks), or nullopt when there is not enough room.
     std::optional<std::vector<BlockId>> allocate_slots(Request& request, int num_new_tokens,
                                                        int num_new_computed_tokens = 0,
@@ -48,13 +48,13 @@ public:
                                                        bool delay_cache_blocks = false,
                                                        const AdmissionLimits& limits = {});
 
-    // KVCacheManager.free @ ace980e6: the request's blocks, tail first.
+    // KVCacheManager.free @ ace980e6de0540f49b0c63248437a1a7807590c1: the request's blocks, tail first.
     void free(const Request& request);
 
-    // KVCacheManager.cache_blocks @ ace980e6: hash full blocks up to num_computed_tokens.
+    // KVCacheManager.cache_blocks @ ace980e6de0540f49b0c63248437a1a7807590c1: hash full blocks up to num_computed_tokens.
     void cache_blocks(const Request& request, int num_computed_tokens);
 
-    // KVCacheManager.get_block_ids @ ace980e6 (one group).
+    // KVCacheManager.get_block_ids @ ace980e6de0540f49b0c63248437a1a7807590c1 (one group).
     std::vector<BlockId> get_block_ids(const std::string& request_id) const;
     bool has_blocks(const std::string& request_id) const;
 
@@ -62,7 +62,7 @@ public:
     const std::map<std::string, std::vector<BlockId>>& all_request_blocks() const { return req_to_blocks_; }
 
 private:
-    // SingleTypeKVCacheManager.get_num_blocks_to_allocate @ 129ab7c6 (full attention).
+    // SingleTypeKVCacheManager.get_num_blocks_to_allocate @ 129ab7c60cbb8eb11e875373e67f7e521b74aa30 (full attention).
     int num_blocks_to_allocate(const std::string& request_id, int num_tokens,
                                const std::vector<BlockId>& new_computed_blocks) const;
 

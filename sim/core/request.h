@@ -61,7 +61,7 @@ public:
     // Hashes of the full blocks of all_token_ids(), chained (vllm/v1/core/kv_cache_utils.py hash_block_tokens).
     const std::vector<BlockHash>& block_hashes() const { return block_hashes_; }
 
-    // vllm/v1/request.py Request.append_output_token_ids @ dba83d52: appends and extends block hashes.
+    // vllm/v1/request.py Request.append_output_token_ids @ dba83d52c06471eabafba4310718ac7a100cbfa4: appends and extends block hashes.
     void append_output_token(TokenId token);
 
     RequestStatus status = RequestStatus::waiting;

@@ -1,6 +1,6 @@
 #pragma once
 // vllm/v1/core/sched/output.py SchedulerOutput, NewRequestData, CachedRequestData,
-// KVConnectorBlockState @ a9b169409e5f3a8fa67b462c064c4080e93b82b7 (+ copy id 58763749187 for the block state)
+// KVConnectorBlockState @ a9b169409e5f3a8fa67b462c064c4080e93b82b7 (the block state came with #51358)
 #include <map>
 #include <memory>
 #include <optional>

@@ -1,5 +1,5 @@
 #pragma once
-// A malformed trace (DESIGN §4: verdict "input error", exit 65). what() is one line:
+// A malformed trace (README.md, Verdicts and exit codes: verdict "input error", exit 65). what() is one line:
 // "FILE:LINE: FIELD: MESSAGE", e.g. "t.trace:3: engine.block_size: value 0 below minimum 1".
 // LINE is 1-based; 0 means the error concerns the whole file (unreadable, too large).
 #include <stdexcept>

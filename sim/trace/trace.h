@@ -1,5 +1,5 @@
 #pragma once
-// The trace: everything that determines one run (DESIGN §1, §6).
+// The trace: everything that determines one run (sim/trace/README.md).
 // Text form: see trace_schema.cpp (the key table) and `kvsim format`.
 #include <cstdint>
 #include <optional>

@@ -1,6 +1,6 @@
 #pragma once
 // A variant = the upstream release or patch being modelled, as a set of behaviour
-// flags. Code branches on flags, never on names (DESIGN §3).
+// flags. Code branches on flags, never on names (sim/README.md, Variants).
 #include <optional>
 #include <string>
 #include <string_view>

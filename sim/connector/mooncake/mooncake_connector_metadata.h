@@ -31,7 +31,7 @@ struct P2PSendMeta {
     GroupBlockIds block_ids;
 };
 
-// MooncakeConnectorMetadata @ 00f4240e
+// MooncakeConnectorMetadata @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
 struct MooncakeConnectorMetadata : ConnectorMetadata {
     std::vector<P2PPullMeta> reqs_to_recv;     // filled only when not kv_producer
     std::vector<P2PSendMeta> reqs_to_send;     // filled only when not kv_consumer

@@ -42,7 +42,7 @@ std::vector<std::string> MooncakeConnectorMetadata::describe() const {
     return lines;
 }
 
-// MooncakeConnectorScheduler.__init__ @ 00f4240e: is_kv_producer / is_kv_consumer are
+// MooncakeConnectorScheduler.__init__ @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: is_kv_producer / is_kv_consumer are
 // `kv_role == "kv_producer"` / `== "kv_consumer"`; kv_both sets neither (both paths active).
 MooncakeConnectorScheduler::MooncakeConnectorScheduler(const ConnectorSpec& spec, EventLog& log)
     : spec_(spec),
@@ -50,7 +50,7 @@ MooncakeConnectorScheduler::MooncakeConnectorScheduler(const ConnectorSpec& spec
       is_kv_producer_(spec.role == KvRole::kv_producer),
       is_kv_consumer_(spec.role == KvRole::kv_consumer) {}
 
-// MooncakeConnectorScheduler.get_num_new_matched_tokens @ 00f4240e
+// MooncakeConnectorScheduler.get_num_new_matched_tokens @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
 MatchResult MooncakeConnectorScheduler::get_num_new_matched_tokens(Request& request, int num_computed_tokens) {
     const KvTransferParams& params = request.kv_transfer_params;
     if (!params.do_remote_prefill && !params.do_remote_decode) return {0, false};  // `if not params`
@@ -63,7 +63,7 @@ MatchResult MooncakeConnectorScheduler::get_num_new_matched_tokens(Request& requ
     return {0, false};
 }
 
-// MooncakeConnectorScheduler.update_state_after_alloc @ 00f4240e
+// MooncakeConnectorScheduler.update_state_after_alloc @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
 void MooncakeConnectorScheduler::update_state_after_alloc(Request& request, const KVCacheBlocks& blocks,
                                                           int num_external_tokens) {
     KvTransferParams& params = request.kv_transfer_params;
@@ -83,7 +83,7 @@ void MooncakeConnectorScheduler::update_state_after_alloc(Request& request, cons
     }
 }
 
-// MooncakeConnectorScheduler.build_connector_meta @ 00f4240e
+// MooncakeConnectorScheduler.build_connector_meta @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
 std::shared_ptr<const ConnectorMetadata> MooncakeConnectorScheduler::build_connector_meta(const SchedulerOutput&) {
     auto meta = std::make_shared<MooncakeConnectorMetadata>();
     if (!is_kv_producer_) {
@@ -99,11 +99,11 @@ std::shared_ptr<const ConnectorMetadata> MooncakeConnectorScheduler::build_conne
     return meta;
 }
 
-// MooncakeConnectorScheduler.update_connector_output @ 00f4240e: only prefill-side replay
+// MooncakeConnectorScheduler.update_connector_output @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: only prefill-side replay
 // checkpoints (not modelled), so nothing to do.
 void MooncakeConnectorScheduler::update_connector_output(const KVConnectorOutput&) {}
 
-// MooncakeConnectorScheduler.request_finished @ 00f4240e (block_ids is group 0; the
+// MooncakeConnectorScheduler.request_finished @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1 (block_ids is group 0; the
 // single-group request_finished and request_finished_all_groups agree)
 FinishResult MooncakeConnectorScheduler::request_finished(Request& request, const std::vector<BlockId>& block_ids) {
     KvTransferParams& params = request.kv_transfer_params;

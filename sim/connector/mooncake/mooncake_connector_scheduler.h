@@ -1,7 +1,7 @@
 #pragma once
 // MooncakeConnector (P2P), scheduler side.
 // vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py
-// MooncakeConnectorScheduler @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1 (MK-new)
+// MooncakeConnectorScheduler @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
 //
 // Not modelled (no effect on a full-attention, single-group, non-Mamba engine):
 // sliding-window clipping (get_sw_clipped_blocks is the identity without HMA), the Mamba
@@ -25,7 +25,7 @@ class EventLog;
 
 class MooncakeConnectorScheduler : public KVConnectorScheduler {
 public:
-    // MooncakeConnectorScheduler.__init__ @ 00f4240e: role flags by strict equality.
+    // MooncakeConnectorScheduler.__init__ @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: role flags by strict equality.
     MooncakeConnectorScheduler(const ConnectorSpec& spec, EventLog& log);
 
     std::string_view name() const override { return "p2p"; }

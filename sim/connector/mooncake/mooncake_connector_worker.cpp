@@ -17,7 +17,7 @@ void MooncakeConnectorWorker::log(const std::string& text) {
     if (env_.log != nullptr) env_.log->emit("p2p", text);
 }
 
-// MooncakeConnector.start_load_kv -> MooncakeConnectorWorker.start_load_kv @ 00f4240e
+// MooncakeConnector.start_load_kv -> MooncakeConnectorWorker.start_load_kv @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
 void MooncakeConnectorWorker::execute(int step, const SchedulerOutput& output) {
     const auto* meta = dynamic_cast<const MooncakeConnectorMetadata*>(output.kv_connector_metadata.get());
     if (meta == nullptr) return;
@@ -26,7 +26,7 @@ void MooncakeConnectorWorker::execute(int step, const SchedulerOutput& output) {
         record_send_reqs(step, *meta);
 }
 
-// MooncakeConnectorWorker._start_load_kv / receive_kv @ 00f4240e: every pull in the
+// MooncakeConnectorWorker._start_load_kv / receive_kv @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: every pull in the
 // metadata goes to P, notify-only pulls (no local blocks) included.
 void MooncakeConnectorWorker::start_load_kv(int step, const MooncakeConnectorMetadata& meta) {
     for (const auto& pull : meta.reqs_to_recv) {
@@ -38,7 +38,7 @@ void MooncakeConnectorWorker::start_load_kv(int step, const MooncakeConnectorMet
     }
 }
 
-// MooncakeConnectorWorker.record_send_reqs @ 00f4240e
+// MooncakeConnectorWorker.record_send_reqs @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
 void MooncakeConnectorWorker::record_send_reqs(int step, const MooncakeConnectorMetadata& meta) {
     for (const auto& send : meta.reqs_to_send) {
         if (!send.block_ids.empty()) {
@@ -82,7 +82,7 @@ void MooncakeConnectorWorker::record_send_reqs(int step, const MooncakeConnector
 }
 
 // MooncakeConnectorWorker.get_finished / get_transfer_results / get_block_ids_with_load_errors
-// @ 00f4240e, with the answers of the remote side (process_pulling_result,
+// @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1, with the answers of the remote side (process_pulling_result,
 // _handle_failed_recv on D; send_kv_to_decode on P) arriving at their drawn steps.
 KVConnectorOutput MooncakeConnectorWorker::get_finished(int step, const std::set<std::string>&) {
     KVConnectorOutput out;

@@ -1,7 +1,7 @@
 #pragma once
 // MooncakeConnector (P2P), worker side, for all ranks at once.
 // vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py
-// MooncakeConnectorWorker @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1 (MK-new)
+// MooncakeConnectorWorker @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
 //
 // The other engine of the P/D pair is not simulated; its timing is drawn instead:
 // - Consumer (D) pulls: the prefill side answers `env.draw_load_delay()` steps after the
@@ -29,7 +29,7 @@ namespace kvsim {
 
 class MooncakeConnectorWorker : public KVConnectorWorker {
 public:
-    // MooncakeConnectorWorker.__init__ @ 00f4240e: role flags by strict equality; the
+    // MooncakeConnectorWorker.__init__ @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: role flags by strict equality; the
     // receiver runs unless kv_producer, the sender unless kv_consumer.
     MooncakeConnectorWorker(const ConnectorSpec& spec, WorkerEnv& env);
 

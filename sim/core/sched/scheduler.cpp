@@ -62,7 +62,7 @@ void Scheduler::add_request(std::unique_ptr<Request> req) {
     requests_[id] = std::move(req);
 }
 
-// Scheduler._select_waiting_queue_for_scheduling @ copy 66053724462 (FCFS: skipped first)
+// Scheduler._select_waiting_queue_for_scheduling @ 003df2961dd8830c317a61f9745ccd557da9fa06 (FCFS: skipped first)
 std::deque<std::string>& Scheduler::select_waiting_queue() {
     return !skipped_waiting_.empty() ? skipped_waiting_ : waiting_;
 }
@@ -96,7 +96,7 @@ SchedulerOutput Scheduler::schedule(int step) {
     return out;
 }
 
-// Scheduler.schedule, running phase @ copy 66053724462
+// Scheduler.schedule, running phase @ 003df2961dd8830c317a61f9745ccd557da9fa06
 void Scheduler::schedule_running(StepState& st) {
     std::size_t index = 0;
     while (index < running_.size() && st.token_budget > 0) {
@@ -132,7 +132,7 @@ void Scheduler::schedule_running(StepState& st) {
     }
 }
 
-// Scheduler._preempt_request @ copy 66053724462 (the connector is not told here)
+// Scheduler._preempt_request @ 003df2961dd8830c317a61f9745ccd557da9fa06 (the connector is not told here)
 void Scheduler::preempt_request(Request& req) {
     if (req.status != RequestStatus::running)
         throw UpstreamAssertion("preempt_not_running", std::string(kSchedulerPy) + " Scheduler._preempt_request",
@@ -148,7 +148,7 @@ void Scheduler::preempt_request(Request& req) {
     log_.emitf("preempt", "{} freed={}", req.id(), format_blocks(blocks));
 }
 
-// Scheduler._try_promote_blocked_waiting_request @ copy 66053724462
+// Scheduler._try_promote_blocked_waiting_request @ 003df2961dd8830c317a61f9745ccd557da9fa06
 bool Scheduler::try_promote_blocked_waiting_request(Request& req) {
     model_check(req.status == RequestStatus::waiting_for_remote_kvs, "only remote-KV waits are modelled");
     if (!finished_recving_kv_req_ids_.contains(req.id())) return false;
@@ -158,7 +158,7 @@ bool Scheduler::try_promote_blocked_waiting_request(Request& req) {
     return true;
 }
 
-// Scheduler._update_waiting_for_remote_kv @ copy 66053724462
+// Scheduler._update_waiting_for_remote_kv @ 003df2961dd8830c317a61f9745ccd557da9fa06
 void Scheduler::update_waiting_for_remote_kv(Request& req) {
     model_check(connector_ != nullptr, "remote KV wait without a connector");
     if (failed_recving_kv_req_ids_.erase(req.id()) > 0) {
@@ -174,7 +174,7 @@ void Scheduler::update_waiting_for_remote_kv(Request& req) {
     finished_recving_kv_req_ids_.erase(req.id());
 }
 
-// Scheduler._inflight_prefill_reserved_blocks @ copy 66053724462
+// Scheduler._inflight_prefill_reserved_blocks @ 003df2961dd8830c317a61f9745ccd557da9fa06
 int Scheduler::inflight_prefill_reserved_blocks() const {
     int reserved = 0;
     for (const auto& id : inflight_prefills_) {
@@ -198,7 +198,7 @@ KVCacheBlocks Scheduler::blocks_of(const std::string& req_id) const {
     return blocks;
 }
 
-// Scheduler.schedule, waiting phase @ copy 66053724462
+// Scheduler.schedule, waiting phase @ 003df2961dd8830c317a61f9745ccd557da9fa06
 void Scheduler::schedule_waiting(StepState& st) {
     std::vector<std::string> step_skipped;  // encounter order; re-queued ahead of older skipped items
     auto skip = [&](std::deque<std::string>& queue) {
@@ -312,7 +312,7 @@ void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
     for (const auto& id : st.scheduled_new) add_new(id);
     for (const auto& id : st.scheduled_resumed) add_new(id);
 
-    // Scheduler._make_cached_request_data @ copy 66053724462
+    // Scheduler._make_cached_request_data @ 003df2961dd8830c317a61f9745ccd557da9fa06
     auto& cached = out.scheduled_cached_reqs;
     for (const auto& id : st.scheduled_running) {
         const Request& req = request(id);
@@ -329,7 +329,7 @@ void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
     out.preempted_req_ids = std::move(reset_preempted_req_ids_);
     reset_preempted_req_ids_.clear();
 
-    // KVConnectorBlockState: eager rule (#51358) copy id 66053724462; every-scheduled rule (#54853) copy id 68813196071
+    // KVConnectorBlockState (vllm-project/vllm#51358 eager rule; vllm-project/vllm#54853 every scheduled request)
     if (connector_ != nullptr && variant_.snapshot_rule != SnapshotRule::none) {
         KVConnectorBlockState state;
         auto snapshot = [&](const std::string& id) { state.block_ids[id] = kv_cache_manager_.get_block_ids(id); };
@@ -354,7 +354,7 @@ void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
                    kv_cache_manager_.block_pool().num_free_blocks());
 }
 
-// Scheduler._update_after_schedule @ copy 66053724462
+// Scheduler._update_after_schedule @ 003df2961dd8830c317a61f9745ccd557da9fa06
 void Scheduler::update_after_schedule(const SchedulerOutput& out) {
     for (const auto& [id, n] : out.num_scheduled_tokens) {
         Request& req = request(id);
@@ -363,7 +363,7 @@ void Scheduler::update_after_schedule(const SchedulerOutput& out) {
     }
 }
 
-// vllm/v1/core/sched/utils.py check_stop @ 00024d31 (no EOS or stop tokens are modelled)
+// vllm/v1/core/sched/utils.py check_stop @ 00024d314514900f361ad072af6931e403b7f589 (no EOS or stop tokens are modelled)
 bool Scheduler::check_stop(Request& req) {
     if (req.num_tokens() >= config_.max_model_len || req.num_output_tokens() >= req.max_tokens()) {
         set_status(req, RequestStatus::finished_length_capped);
@@ -372,7 +372,7 @@ bool Scheduler::check_stop(Request& req) {
     return false;
 }
 
-// Scheduler._update_requests_with_invalid_blocks @ copy 66053724462 (one group)
+// Scheduler._update_requests_with_invalid_blocks @ 003df2961dd8830c317a61f9745ccd557da9fa06 (one group)
 bool Scheduler::rewind_for_invalid_blocks(Request& req, const std::set<BlockId>& invalid, int num_scheduled,
                                           std::set<BlockId>& marked) {
     const auto table = kv_cache_manager_.get_block_ids(req.id());
@@ -393,7 +393,7 @@ bool Scheduler::rewind_for_invalid_blocks(Request& req, const std::set<BlockId>&
     return true;
 }
 
-// Scheduler._handle_invalid_blocks @ copy 66053724462, kv_load_failure_policy "recompute"
+// Scheduler._handle_invalid_blocks @ 003df2961dd8830c317a61f9745ccd557da9fa06, kv_load_failure_policy "recompute"
 std::set<std::string> Scheduler::handle_invalid_blocks(const std::set<BlockId>& invalid,
                                                        const OrderedMap<int>& num_scheduled) {
     std::set<BlockId> marked_async;
@@ -446,7 +446,7 @@ void Scheduler::update_from_output(const SchedulerOutput& out, const ModelRunner
     if (runner_output.kv_connector_output) update_from_kv_xfer_finished(*runner_output.kv_connector_output);
 }
 
-// Scheduler._update_from_kv_xfer_finished @ copy 66053724462 (its asserts carry no message)
+// Scheduler._update_from_kv_xfer_finished @ 003df2961dd8830c317a61f9745ccd557da9fa06 (its asserts carry no message)
 void Scheduler::update_from_kv_xfer_finished(const KVConnectorOutput& output) {
     const std::string site = std::string(kSchedulerPy) + " Scheduler._update_from_kv_xfer_finished";
     if (connector_ != nullptr) connector_->update_connector_output(output);
@@ -476,7 +476,7 @@ void Scheduler::update_from_kv_xfer_finished(const KVConnectorOutput& output) {
     }
 }
 
-// Scheduler._free_request @ copy 66053724462
+// Scheduler._free_request @ 003df2961dd8830c317a61f9745ccd557da9fa06
 void Scheduler::free_request(Request& req, bool delay_free_blocks) {
     model_check(is_finished(req.status), "freeing an unfinished request");
     inflight_prefills_.erase(req.id());
@@ -497,7 +497,7 @@ void Scheduler::free_request(Request& req, bool delay_free_blocks) {
     free_blocks(req);
 }
 
-// Scheduler._free_blocks @ copy 66053724462
+// Scheduler._free_blocks @ 003df2961dd8830c317a61f9745ccd557da9fa06
 void Scheduler::free_blocks(Request& req) {
     if (!is_finished(req.status))
         throw UpstreamAssertion("free_blocks_not_finished", std::string(kSchedulerPy) + " Scheduler._free_blocks",

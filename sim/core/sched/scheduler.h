@@ -1,6 +1,6 @@
 #pragma once
-// vllm/v1/core/sched/scheduler.py Scheduler, v0.29-era shape (copy id 66053724462; S-old
-// 00024d314514900f361ad072af6931e403b7f589 where they agree). FCFS policy, synchronous
+// vllm/v1/core/sched/scheduler.py Scheduler, v0.29-era shape @ 003df2961dd8830c317a61f9745ccd557da9fa06 (older
+// 00024d314514900f361ad072af6931e403b7f589 where they agree; snapshot per #51358/#54853). FCFS, synchronous
 // engine (no async scheduling, no pipeline parallelism, no speculative decoding).
 #include <deque>
 #include <memory>
@@ -33,13 +33,13 @@ class Scheduler {
 public:
     Scheduler(const EngineConfig& config, const Variant& variant, KVConnectorScheduler* connector, EventLog& log);
 
-    // Scheduler.add_request (+ _enqueue_waiting_request) @ copy 66053724462
+    // Scheduler.add_request (+ _enqueue_waiting_request) @ 003df2961dd8830c317a61f9745ccd557da9fa06
     void add_request(std::unique_ptr<Request> request);
-    // Scheduler.finish_requests @ copy 66053724462; returns the ids actually finished.
+    // Scheduler.finish_requests @ 003df2961dd8830c317a61f9745ccd557da9fa06; returns the ids actually finished.
     std::vector<std::string> finish_requests(const std::vector<std::string>& request_ids, RequestStatus status);
-    // Scheduler.schedule @ copy 66053724462
+    // Scheduler.schedule @ 003df2961dd8830c317a61f9745ccd557da9fa06
     SchedulerOutput schedule(int step);
-    // Scheduler.update_from_output @ copy 66053724462
+    // Scheduler.update_from_output @ 003df2961dd8830c317a61f9745ccd557da9fa06
     void update_from_output(const SchedulerOutput& output, const ModelRunnerOutput& runner_output);
 
     // Scheduler.has_unfinished_requests: something waits or runs.

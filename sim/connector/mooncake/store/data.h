@@ -1,5 +1,5 @@
 #pragma once
-// vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/data.py @ copy 57646622044: the store
+// vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/data.py @ a83dffb9ea007219cd877492e020ec6bee45c6a3: the store
 // connector's data types (LoadSpec, RequestTracker, ReqMeta, MooncakeStoreConnectorMetadata), for a
 // single full-attention group: no tail_key_boundaries, boundary-state offloads, token ids or CUDA events.
 #include <cstdint>
@@ -35,9 +35,9 @@ struct RequestTracker {
     bool has_pending_offload = false;
     int prefill_end_tokens = 0;
 
-    // RequestTracker.reset @ copy 57646622044
+    // RequestTracker.reset @ a83dffb9ea007219cd877492e020ec6bee45c6a3
     void reset();
-    // RequestTracker.update @ copy 57646622044: throws UpstreamAssertion (ValueError) on a group-count mismatch.
+    // RequestTracker.update @ a83dffb9ea007219cd877492e020ec6bee45c6a3: throws UpstreamAssertion (ValueError) on a group-count mismatch.
     void update(const GroupBlockIds& new_block_ids);
 };
 
@@ -52,7 +52,7 @@ struct ReqMeta {
     int num_prompt_tokens = 0;          // tracker.prefill_end_tokens
     std::optional<std::int64_t> store_job_id;  // assigned by _reference_save_blocks (#52372)
 
-    // ReqMeta.from_request_tracker @ copy 57646622044. skip_save nullopt is upstream's None
+    // ReqMeta.from_request_tracker @ a83dffb9ea007219cd877492e020ec6bee45c6a3. skip_save nullopt is upstream's None
     // (counts as False). Advances tracker.num_saved_tokens when it saves.
     static std::optional<ReqMeta> from_request_tracker(RequestTracker& tracker, int block_size,
                                                        const std::optional<LoadSpec>& load_spec,

@@ -65,7 +65,7 @@ MatchResult MooncakeStoreScheduler::get_num_new_matched_tokens(Request& request,
     // Without partial hash hits, prompts shorter than one block are not looked up.
     if (request.num_tokens() < block_size_) return {0, false};
 
-    // LookupKeyClient.lookup @ copy 57361883209: the future is submitted on the first call and
+    // store/worker.py LookupKeyClient.lookup @ 003df2961dd8830c317a61f9745ccd557da9fa06: the future is submitted on the first call and
     // answers from the store as it was then; non_block returns None until it is done.
     auto pending = pending_lookups_.find(request.id());
     const int hit = pending != pending_lookups_.end()

@@ -1,13 +1,13 @@
 #pragma once
 // The scheduler side of MooncakeStoreConnector:
 // vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/scheduler.py MooncakeStoreScheduler
-// @ copy 57573019288 (main after v0.29.0; notes: /work/shared/reference/store_scheduler.md "F"),
+// @ a83dffb9ea007219cd877492e020ec6bee45c6a3 (after v0.29.0; its pending-load branch already carries #54643),
 // with the variant flags selecting older or patched behaviour:
 //   stale_save        tracker_ids (pre-#51358: no _apply_current_save_block_ids),
 //                     assert_missing (#51358), drop_warn_rollback (#55066)
 //   pending_load_guard / pending_skip_save   the pending-load branch (#54643 / seed 000's rejected fix)
-//   save_block_refs   delay_free (L1 copy 63027892321: request_finished delays the free) or
-//                     store_job_pins (#52372, L2 copy 67234056951: _reference_save_blocks + release per rank)
+//   save_block_refs   delay_free (pre-#52372, @ 003df2961dd8830c317a61f9745ccd557da9fa06: request_finished delays the free) or
+//                     store_job_pins (#52372, @ a83dffb9ea007219cd877492e020ec6bee45c6a3: _reference_save_blocks + release per rank)
 //
 // Scope: one full-attention KV-cache group (scheduler block size == hash block size ==
 // engine.block_size, select_transfer_block_ids is the identity). Not modelled: Mamba groups
@@ -41,25 +41,25 @@ class FaultSchedule;
 
 class MooncakeStoreScheduler : public KVConnectorScheduler {
 public:
-    // MooncakeStoreScheduler.__init__ @ copy 57573019288. num_workers = parallel_config.world_size.
+    // MooncakeStoreScheduler.__init__ @ a83dffb9ea007219cd877492e020ec6bee45c6a3. num_workers = parallel_config.world_size.
     MooncakeStoreScheduler(const ConnectorSpec& spec, const EngineConfig& engine, const Variant& variant,
                            int num_workers, KvStore& store, FaultSchedule& faults, EventLog& log);
 
     std::string_view name() const override { return "store"; }
-    // MooncakeStoreScheduler.get_num_new_matched_tokens @ copy 57573019288
+    // MooncakeStoreScheduler.get_num_new_matched_tokens @ a83dffb9ea007219cd877492e020ec6bee45c6a3
     MatchResult get_num_new_matched_tokens(Request& request, int num_computed_tokens) override;
-    // MooncakeStoreScheduler.update_state_after_alloc @ copy 57573019288
+    // MooncakeStoreScheduler.update_state_after_alloc @ a83dffb9ea007219cd877492e020ec6bee45c6a3
     void update_state_after_alloc(Request& request, const KVCacheBlocks& blocks, int num_external_tokens) override;
-    // MooncakeStoreScheduler.build_connector_meta @ copy 57573019288
+    // MooncakeStoreScheduler.build_connector_meta @ a83dffb9ea007219cd877492e020ec6bee45c6a3
     std::shared_ptr<const ConnectorMetadata> build_connector_meta(const SchedulerOutput& output) override;
-    // MooncakeStoreScheduler.update_connector_output @ copy 57573019288 (store_job_pins only)
+    // MooncakeStoreScheduler.update_connector_output @ a83dffb9ea007219cd877492e020ec6bee45c6a3 (store_job_pins only)
     void update_connector_output(const KVConnectorOutput& output) override;
-    // delay_free: MooncakeStoreScheduler.request_finished @ copy 63027892321 (L1);
-    // store_job_pins: MooncakeStoreConnector.request_finished -> (False, None) @ copy 57455026358
+    // delay_free: MooncakeStoreScheduler.request_finished @ 003df2961dd8830c317a61f9745ccd557da9fa06 (pre-#52372);
+    // store_job_pins: MooncakeStoreConnector.request_finished -> (False, None) (#52372; no scheduler hook @ a83dffb9ea007219cd877492e020ec6bee45c6a3)
     FinishResult request_finished(Request& request, const std::vector<BlockId>& block_ids) override;
-    // MooncakeStoreScheduler.has_pending_push_work @ copy 57573019288
+    // MooncakeStoreScheduler.has_pending_push_work @ a83dffb9ea007219cd877492e020ec6bee45c6a3
     bool has_pending_push_work() const override { return !pinned_saves_.empty(); }
-    // MooncakeStoreScheduler.bind_gpu_block_pool @ copy 57573019288
+    // MooncakeStoreScheduler.bind_gpu_block_pool @ a83dffb9ea007219cd877492e020ec6bee45c6a3
     void bind_gpu_block_pool(BlockPool* pool) override { pool_ = pool; }
     std::vector<BlockId> pinned_blocks() const override;
 
@@ -86,9 +86,9 @@ public:
     void set_unfinished_for_test(const Request& request, GroupBlockIds block_ids);
 
 private:
-    // MooncakeStoreScheduler._apply_current_save_block_ids @ copy 57573019288 (+ #55066 per stale_save)
+    // MooncakeStoreScheduler._apply_current_save_block_ids @ a83dffb9ea007219cd877492e020ec6bee45c6a3 (+ #55066 per stale_save)
     void apply_current_save_block_ids(StoreMetadata& meta, const SchedulerOutput& output);
-    // MooncakeStoreScheduler._reference_save_blocks @ copy 57573019288
+    // MooncakeStoreScheduler._reference_save_blocks @ a83dffb9ea007219cd877492e020ec6bee45c6a3
     void reference_save_blocks(StoreMetadata& meta);
 
     ConnectorSpec spec_;

@@ -1,8 +1,8 @@
 #pragma once
 // The worker side of MooncakeStoreConnector, all ranks in one object:
 // vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py MooncakeStoreWorker
-// (get_finished, KVCacheStoreSendingThread, KVCacheStoreRecvingThread) @ copy 57361883209, and
-// for save_block_refs=delay_free the L1 finished_sending bookkeeping @ ScaleX-IO/vllm 8239f8cb (copy 62696572654).
+// (get_finished, KVCacheStoreSendingThread, KVCacheStoreRecvingThread) @ 003df2961dd8830c317a61f9745ccd557da9fa06, and
+// for save_block_refs=delay_free its pre-#52372 finished_sending bookkeeping (_get_and_clear_finished_sending).
 //
 // Time is steps: each rank's copy of a store job finishes `draw_store_delay() + store_extra_delay(rank)`
 // steps after it starts, after the same rank's earlier jobs (one send thread per rank, FIFO).
@@ -26,7 +26,7 @@
 
 namespace kvsim {
 
-// MooncakeStoreWorker.lookup @ copy 57361883209 (same rule in L1 copy 62696572654 and L2 copy 67253271191):
+// MooncakeStoreWorker.lookup @ 003df2961dd8830c317a61f9745ccd557da9fa06 (the rule is the same before and after #52372):
 // the longest stored prefix within the block-aligned request length; a hit covering all
 // num_tokens is re-derived at align(num_tokens - 1), so the last token is recomputed.
 int store_lookup_hit_tokens(const KvStore& store, int num_tokens, const std::vector<BlockHash>& block_hashes,
@@ -37,15 +37,15 @@ public:
     MooncakeStoreWorker(const ConnectorSpec& spec, const EngineConfig& engine, const Variant& variant, WorkerEnv& env,
                         KvStore& store);
 
-    // MooncakeStoreWorker.get_finished (issue half) @ copy 57361883209: binds the StoreMetadata,
+    // MooncakeStoreWorker.get_finished (issue half) @ 003df2961dd8830c317a61f9745ccd557da9fa06: binds the StoreMetadata,
     // starts loads (can_load metas) and store jobs (can_save metas, if this worker can put).
     void execute(int step, const SchedulerOutput& output) override;
     // MooncakeStoreWorker.get_finished (completion half), get_block_ids_with_load_errors,
-    // build_connector_worker_meta @ copy 57361883209; delay_free: _get_and_clear_finished_sending @ 8239f8cb.
+    // build_connector_worker_meta (#52372: completed_saves, store/data.py @ a83dffb9ea007219cd877492e020ec6bee45c6a3); delay_free: _get_and_clear_finished_sending.
     KVConnectorOutput get_finished(int step, const std::set<std::string>& finished_req_ids) override;
     bool busy() const override { return !saves_.empty() || !loads_.empty() || !sync_load_errors_.empty(); }
 
-    // MooncakeStoreWorker.__init__ can_put @ copy 57361883209: a kv_consumer without
+    // MooncakeStoreWorker can_put (save_decode_cache, as in store/scheduler.py @ a83dffb9ea007219cd877492e020ec6bee45c6a3): a kv_consumer without
     // save_decode_cache has no send thread and drops every store job it is handed.
     bool can_put() const { return can_put_; }
 
@@ -86,7 +86,7 @@ private:
     std::map<std::int64_t, InflightLoad> loads_;
     std::set<BlockId> sync_load_errors_;
 
-    // delay_free (L1): KVCacheStoreSendingThread.stored_requests and finished_store_req, per rank.
+    // delay_free (pre-#52372): KVCacheStoreSendingThread.stored_requests and finished_store_req, per rank.
     std::vector<std::map<std::string, int>> stored_requests_;
     std::vector<std::set<std::string>> finished_store_req_;
     std::set<std::string> bound_preempted_;
