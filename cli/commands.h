@@ -1,6 +1,6 @@
 #pragma once
-// kvsim subcommands. Each registers its flags on a CLI11 app (the one table that
-// feeds parsing and help) and returns an exit code per README.md, Verdicts and exit codes.
+// kvsim subcommands. Each registers its flags on a CLI11 app (the one table that feeds parsing
+// and help) and returns the command, which returns an exit code (properties/harness/exit_codes.h).
 #include <CLI/CLI.hpp>
 
 #include <functional>

@@ -5,7 +5,9 @@
 #include <string>
 
 #include "cli_runner.h"
+#include "properties/harness/lifecycle_coverage.h"
 #include "properties/lifecycle/lifecycle_graph.h"
+#include "sim/variant/variant.h"
 
 using namespace kvsim::testing;
 
@@ -79,4 +81,62 @@ TEST_CASE("kvsim coverage on a missing directory is a usage error", "[coverage]"
     const auto r = run_kvsim("coverage /nonexistent/corpus");
     REQUIRE(r.exit_code == 64);
     REQUIRE_THAT(r.err, Catch::Contains("no such file or directory"));
+}
+
+// The library under `kvsim coverage` (properties/harness/lifecycle_coverage.h), called directly.
+
+TEST_CASE("find_trace_files takes *.trace (or every file) under directories, sorted, once each", "[coverage]") {
+    const auto dir = scratch_dir() / "find-trace-files";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir / "sub");
+    const std::string b = write_scratch("find-trace-files/sub/b.trace", "kvsim-trace 1\n");
+    const std::string a = write_scratch("find-trace-files/a.trace", "kvsim-trace 1\n");
+    const std::string other = write_scratch("find-trace-files/notes.txt", "x\n");
+
+    const auto traces = kvsim::find_trace_files({dir.string(), a}, false);
+    REQUIRE(traces.missing.empty());
+    REQUIRE(traces.files == std::vector<std::string>{a, b});
+    const auto any = kvsim::find_trace_files({dir.string()}, true);
+    REQUIRE(any.files == std::vector<std::string>{a, other, b});
+    const auto missing = kvsim::find_trace_files({a, "/nonexistent/corpus"}, false);
+    REQUIRE(missing.missing == "/nonexistent/corpus");
+}
+
+TEST_CASE("measure_lifecycle_coverage counts traces per edge and sorts the edges into three lists", "[coverage]") {
+    const auto files = kvsim::find_trace_files({kExamples}, false).files;
+    const auto coverage = kvsim::measure_lifecycle_coverage(files, kvsim::require_variant("v0.30.0"));
+    const int n = example_count();
+    REQUIRE(coverage.files == n);
+    REQUIRE(coverage.traces_run == n);
+    REQUIRE(coverage.rejected == 0);
+    REQUIRE(coverage.traces_of("NEW->WAITING") == n);
+    REQUIRE(coverage.traces_of("not an edge") == 0);
+    REQUIRE(coverage.non_edges.empty());
+    const auto& graph = kvsim::LifecycleGraph::upstream();
+    REQUIRE(coverage.exercised.size() + coverage.never_reached.size() + coverage.not_modelled.size() ==
+            graph.edges().size());
+    for (const auto* e : coverage.exercised) REQUIRE(coverage.traces_of(e->key) > 0);
+    for (const auto* e : coverage.never_reached) REQUIRE((e->modelled && coverage.traces_of(e->key) == 0));
+    for (const auto* e : coverage.not_modelled) REQUIRE_FALSE(e->modelled);
+
+    const auto j = kvsim::coverage_json(coverage, "v0.30.0");
+    REQUIRE(j["traces_run"] == n);
+    REQUIRE(j["edges_exercised"] == coverage.exercised.size());
+    REQUIRE_THAT(kvsim::render_coverage(coverage, "v0.30.0"),
+                 Catch::StartsWith("kvsim coverage: " + std::to_string(n) + " traces run (" + std::to_string(n) +
+                                   " files, 0 rejected, 0 without a variant) under v0.30.0\n"));
+}
+
+TEST_CASE("measure_lifecycle_coverage counts invalid files and traces without a variant", "[coverage]") {
+    const std::string bad = write_scratch("coverage-bad.trace", "not a trace\n");
+    const std::string no_variant = write_scratch("coverage-no-variant.trace",
+                                                 "kvsim-trace 1\nengine block_size=4 num_blocks=16\n"
+                                                 "segment a len=6\n@0 arrive r1 prompt=a max_tokens=2\n");
+    const auto coverage = kvsim::measure_lifecycle_coverage({bad, no_variant}, std::nullopt);
+    REQUIRE(coverage.files == 2);
+    REQUIRE(coverage.rejected == 1);
+    REQUIRE(coverage.rejected_examples.size() == 1);
+    REQUIRE(coverage.without_variant == 1);
+    REQUIRE(coverage.traces_run == 0);
+    REQUIRE(coverage.exercised.empty());
 }

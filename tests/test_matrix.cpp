@@ -1,6 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <vector>
+
 #include "cli_runner.h"
+#include "properties/harness/matrix.h"
+#include "sim/trace/trace_parser.h"
 
 using namespace kvsim::testing;
 
@@ -62,4 +67,66 @@ TEST_CASE("kvsim matrix fails on an unmet expect line", "[matrix]") {
     REQUIRE(r.exit_code == 1);
     REQUIRE_THAT(r.out, Catch::Contains("pass !! UNMET(expected crash)") &&
                             Catch::Contains("expectations: 1 met, 1 unmet"));
+}
+
+// The library under `kvsim matrix` (properties/harness/matrix.h), called directly.
+
+namespace {
+
+kvsim::MatrixTrace upstream_trace(const std::string& stem) {
+    return {.name = stem, .trace = kvsim::parse_trace_file(kUpstream + stem + ".trace")};
+}
+
+}  // namespace
+
+TEST_CASE("run_matrix runs every trace under every variant and judges each cell", "[matrix]") {
+    const std::vector<kvsim::MatrixTrace> traces = {upstream_trace("seed000_multiconnector_consumer"),
+                                                    upstream_trace("seed000_multiconnector_both")};
+    const auto matrix = kvsim::run_matrix(traces, {kvsim::require_variant("v0.29.0+skip_save_is_consumer"),
+                                                   kvsim::require_variant("v0.30.0")});
+    REQUIRE(matrix.columns == std::vector<std::string>{"seed000_multiconnector_consumer", "seed000_multiconnector_both"});
+    REQUIRE(matrix.rows.size() == 2);
+    const auto& skip_save = matrix.rows[0];
+    REQUIRE(skip_save.variant == "v0.29.0+skip_save_is_consumer");
+    REQUIRE(skip_save.cells[0].result.verdict == kvsim::Verdict::pass);
+    REQUIRE(skip_save.cells[1].result.verdict == kvsim::Verdict::crash);
+    REQUIRE(skip_save.cells[1].result.signature == "crash:missing_current_block_table");
+    REQUIRE(skip_save.cells[1].text == "crash (missing_current_block_table)");
+    for (const auto& row : matrix.rows)
+        for (const auto& cell : row.cells) REQUIRE(cell.expectation.status == kvsim::ExpectationStatus::met);
+    REQUIRE(matrix.met == 4);
+    REQUIRE(matrix.unmet == 0);
+    REQUIRE(matrix.unchecked == 0);
+}
+
+TEST_CASE("run_matrix marks an unmet expect line and a cell without one", "[matrix]") {
+    const kvsim::Trace trace = kvsim::parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=16\n"
+                                                  "segment a len=6\nexpect v0.30.0 crash\n"
+                                                  "@0 arrive r1 prompt=a max_tokens=2\n",
+                                                  "unmet.trace");
+    const std::vector<kvsim::MatrixTrace> traces = {{.name = "unmet", .trace = trace}};
+    REQUIRE(kvsim::variants_in_expectations(traces) == std::vector<std::string>{"v0.30.0"});
+    const auto matrix =
+        kvsim::run_matrix(traces, {kvsim::require_variant("v0.30.0"), kvsim::require_variant("v0.29.0")});
+    const auto& unmet = matrix.rows[0].cells[0];
+    REQUIRE(unmet.expectation.status == kvsim::ExpectationStatus::unmet);
+    REQUIRE(unmet.expectation.expected->verdict == kvsim::Verdict::crash);
+    REQUIRE(unmet.text == "pass !! UNMET(expected crash)");
+    REQUIRE(matrix.rows[1].cells[0].expectation.status == kvsim::ExpectationStatus::none);
+    REQUIRE(matrix.unmet == 1);
+    REQUIRE(matrix.unchecked == 1);
+    REQUIRE(kvsim::render_matrix(matrix) ==
+            "| variant | unmet                         |\n"
+            "|---------|-------------------------------|\n"
+            "| v0.30.0 | pass !! UNMET(expected crash) |\n"
+            "| v0.29.0 | pass                          |\n"
+            "expectations: 0 met, 1 unmet, 1 cells without an expect line\n");
+}
+
+TEST_CASE("variants_in_expectations lists each variant once in order of first appearance", "[matrix]") {
+    const std::vector<kvsim::MatrixTrace> traces = {upstream_trace("seed001_decode_save_without_block_table"),
+                                                    upstream_trace("seed000_multiconnector_consumer")};
+    REQUIRE(kvsim::variants_in_expectations(traces) ==
+            std::vector<std::string>{"v0.29.0", "v0.29.0+003", "v0.29.0+pr55066", "v0.30.0", "v0.27.1",
+                                     "v0.29.0+skip_save_is_consumer"});
 }

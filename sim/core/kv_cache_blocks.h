@@ -15,7 +15,7 @@ struct KVCacheBlocks {
     GroupBlockIds unhashed_block_ids;
 
     static KVCacheBlocks empty(std::size_t num_groups) {
-        return {GroupBlockIds(num_groups), GroupBlockIds(num_groups)};
+        return {.block_ids = GroupBlockIds(num_groups), .unhashed_block_ids = GroupBlockIds(num_groups)};
     }
 };
 

@@ -1,0 +1,116 @@
+#include "fuzz/swarm/explore.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "sim/trace/input_error.h"
+#include "sim/trace/trace_parser.h"
+#include "sim/trace/trace_printer.h"
+
+namespace kvsim {
+namespace {
+
+std::string verdict_text(const RunResult& result) {
+    return result.internal_error ? std::string("internal-error") : std::string(to_string(result.verdict));
+}
+
+std::string directory_name(std::string signature) {
+    std::replace(signature.begin(), signature.end(), ':', '_');
+    return signature;
+}
+
+std::filesystem::path failing_trace_path(const ExploreSeed& seed, const std::string& out_dir) {
+    return std::filesystem::path(out_dir) / directory_name(seed.failure_kind()) / fmt::format("seed-{}.trace", seed.seed);
+}
+
+bool write_failing_trace(const ExploreSeed& seed, const std::filesystem::path& path) {
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    std::ofstream file(path, std::ios::binary);
+    file << seed.header << print_trace(seed.swarm_case.trace);
+    file.close();
+    return !ec && file;
+}
+
+// Tallies a failing seed and prints its line; false when its trace could not be written.
+bool report_failure(const ExploreSeed& seed, const ExploreConfig& config, ExploreSummary& summary,
+                    std::ostream& out) {
+    ++summary.failed;
+    summary.internal_error = summary.internal_error || seed.result.internal_error;
+    SignatureTally& tally = summary.signatures[seed.failure_kind()];
+    if (tally.count++ == 0) tally.first_seed = seed.seed;
+    std::string line = failure_line(seed);
+    if (!config.out_dir.empty()) {
+        const auto path = failing_trace_path(seed, config.out_dir);
+        if (!write_failing_trace(seed, path)) {
+            summary.unwritable = path.string();
+            return false;
+        }
+        line += fmt::format(" | trace: kvsim run {} --variant {}", path.string(), config.variant.name);
+    }
+    out << line << "\n" << std::flush;
+    return true;
+}
+
+}  // namespace
+
+std::string ExploreSeed::failure_kind() const {
+    return result.internal_error ? std::string("internal-error") : result.signature;
+}
+
+ExploreSeed explore_seed(std::uint64_t seed, const ExploreConfig& config) {
+    const SwarmOptions swarm{.role = config.role, .variant = config.variant.name};
+    ExploreSeed out{.seed = seed, .swarm_case = swarm_case_for_seed(seed, swarm), .result = {}, .repro = {}, .header = {}};
+    out.repro = fmt::format("kvsim explore --seed {} --seeds 1 --variant {} --role {}", seed, config.variant.name,
+                            to_string(config.role));
+    out.header = fmt::format("# {}\n# knobs: {}\n", out.repro, describe(out.swarm_case.config));
+    try {
+        validate_trace(out.swarm_case.trace, fmt::format("seed-{}", seed));
+        out.result = run_trace(out.swarm_case.trace, config.variant);
+    } catch (const InputError& bad) {
+        // The generator promises valid traces: an invalid one is a bug in kvsim.
+        out.result.internal_error = true;
+        out.result.message = fmt::format("generated trace is invalid: {}", bad.what());
+    }
+    return out;
+}
+
+std::string failure_line(const ExploreSeed& seed) {
+    return fmt::format("seed={} verdict={} signature={} steps={} -- {} | repro: {}", seed.seed,
+                       verdict_text(seed.result), seed.failure_kind(), seed.result.steps, seed.result.message,
+                       seed.repro);
+}
+
+ExploreSummary explore(const ExploreConfig& config, std::ostream& out, std::ostream& progress) {
+    ExploreSummary summary;
+    for (std::uint64_t i = 0; i < config.seeds; ++i) {
+        const ExploreSeed seed = explore_seed(config.first_seed + i, config);
+        if (config.print_trace) out << seed.header << print_trace(seed.swarm_case.trace) << std::flush;
+        if (seed.passed())
+            ++summary.passed;
+        else if (!report_failure(seed, config, summary, out))
+            return summary;
+        const std::uint64_t done = i + 1;
+        if (config.progress > 0 && done % config.progress == 0 && done < config.seeds)
+            progress << fmt::format("explore: {}/{} seeds, {} failures, {} signatures\n", done, config.seeds,
+                                    summary.failed, summary.signatures.size());
+    }
+    return summary;
+}
+
+std::string render_explore_summary(const ExploreSummary& summary, const ExploreConfig& config) {
+    std::string out = fmt::format(
+        "explore: variant={} role={} seeds={}..{} ({}): {} passed, {} failed, {} signatures\n", config.variant.name,
+        to_string(config.role), config.first_seed, config.first_seed + config.seeds - 1, config.seeds,
+        summary.passed, summary.failed, summary.signatures.size());
+    std::size_t width = 0;
+    for (const auto& [kind, tally] : summary.signatures) width = std::max(width, kind.size());
+    for (const auto& [kind, tally] : summary.signatures)
+        out += fmt::format("  {:<{}} {:>6}  first seed={}\n", kind, width, tally.count, tally.first_seed);
+    return out;
+}
+
+}  // namespace kvsim

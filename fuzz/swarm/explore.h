@@ -1,0 +1,65 @@
+#pragma once
+// The swarm search behind `kvsim explore`: one generated trace per seed (fuzz/swarm/swarm.h),
+// run under one variant; every failing seed is reported with the command that regenerates and
+// reruns exactly that trace, and tallied by signature.
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+
+#include "fuzz/swarm/swarm.h"
+#include "properties/harness/run_trace.h"
+#include "sim/variant/variant.h"
+
+namespace kvsim {
+
+struct ExploreConfig {
+    std::uint64_t first_seed = 1;
+    std::uint64_t seeds = 1;  // first_seed + seeds - 1 must fit in 64 bits
+    Variant variant;
+    RoleChoice role = RoleChoice::any;
+    std::string out_dir;         // write each failing trace to DIR/<signature>/seed-S.trace (empty: none)
+    std::uint64_t progress = 0;  // a progress line every K seeds (0: none)
+    bool print_trace = false;    // print every generated trace before its result
+};
+
+// One seed: its generated case and the run.
+struct ExploreSeed {
+    std::uint64_t seed = 0;
+    SwarmCase swarm_case;
+    RunResult result;
+    std::string repro;   // "kvsim explore --seed S --seeds 1 --variant V --role R"
+    std::string header;  // "# <repro>\n# knobs: ...\n", above a printed or written trace
+
+    bool passed() const { return !result.internal_error && result.verdict == Verdict::pass; }
+    // The signature, or "internal-error".
+    std::string failure_kind() const;
+};
+
+// Generates and runs one seed. A generated trace that validate_trace rejects is an internal error.
+ExploreSeed explore_seed(std::uint64_t seed, const ExploreConfig& config);
+
+// "seed=S verdict=V signature=K steps=N -- message | repro: ...", without the trace part.
+std::string failure_line(const ExploreSeed& seed);
+
+struct SignatureTally {
+    int count = 0;
+    std::uint64_t first_seed = 0;
+};
+
+struct ExploreSummary {
+    std::uint64_t passed = 0;
+    std::uint64_t failed = 0;
+    std::map<std::string, SignatureTally> signatures;  // failure kind -> seeds, sorted
+    bool internal_error = false;
+    std::string unwritable;  // a failing trace that could not be written: the search stopped there
+};
+
+// Runs every seed; prints each failing seed's line (and, with print_trace, each trace) to `out`
+// as it goes, and the progress lines to `progress`.
+ExploreSummary explore(const ExploreConfig& config, std::ostream& out, std::ostream& progress);
+
+// The closing line and one row per signature.
+std::string render_explore_summary(const ExploreSummary& summary, const ExploreConfig& config);
+
+}  // namespace kvsim

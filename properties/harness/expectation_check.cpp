@@ -1,0 +1,27 @@
+#include "properties/harness/expectation_check.h"
+
+#include <fmt/format.h>
+
+namespace kvsim {
+
+ExpectationCheck check_expectation(const Trace& trace, const RunResult& result, std::string_view variant) {
+    for (const auto& e : trace.expectations) {
+        if (e.variant != variant) continue;
+        const bool verdict_ok = !result.internal_error && e.verdict == result.verdict;
+        const bool signature_ok = e.signature.empty() || e.signature == result.signature;
+        return {.status = verdict_ok && signature_ok ? ExpectationStatus::met : ExpectationStatus::unmet, .expected = e};
+    }
+    return {};
+}
+
+std::string to_string(const ExpectationCheck& check) {
+    switch (check.status) {
+        case ExpectationStatus::none: return "none";
+        case ExpectationStatus::met: return "met";
+        case ExpectationStatus::unmet: break;
+    }
+    const Expectation& e = *check.expected;
+    return fmt::format("UNMET(expected {}{}{})", to_string(e.verdict), e.signature.empty() ? "" : " ", e.signature);
+}
+
+}  // namespace kvsim

@@ -1,0 +1,54 @@
+#pragma once
+// Lifecycle coverage of a set of traces: which request lifecycle edges
+// (properties/lifecycle/lifecycle_graph.h) their runs exercise, which they never reach, and any
+// transition that is not an edge at all. `kvsim coverage` prints it.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "properties/lifecycle/lifecycle_graph.h"
+#include "sim/variant/variant.h"
+
+namespace kvsim {
+
+struct TraceFiles {
+    std::vector<std::string> files;  // sorted, without duplicates
+    std::string missing;             // the first path that is neither a directory nor a file (empty: none)
+};
+
+// The files under `paths` (directories searched recursively): *.trace only, or every regular
+// file when any_name is set (fuzzer corpora).
+TraceFiles find_trace_files(const std::vector<std::string>& paths, bool any_name);
+
+struct LifecycleCoverage {
+    int files = 0;
+    int traces_run = 0;
+    int rejected = 0;         // not a valid trace
+    int without_variant = 0;  // no fixed variant, no run variant, no expect line
+    std::map<std::string, int> verdicts;     // verdict (or "internal-error") -> traces
+    std::map<std::string, int> edge_traces;  // transition key -> traces that made it
+    std::vector<std::string> rejected_examples;  // the first few parse errors
+
+    // Edges of LifecycleGraph::upstream(), in its order.
+    int edges_modelled = 0;
+    std::vector<const LifecycleEdgeInfo*> exercised;
+    std::vector<const LifecycleEdgeInfo*> never_reached;  // modelled, made by no trace
+    std::vector<const LifecycleEdgeInfo*> not_modelled;   // upstream only, made by no trace
+    std::vector<std::pair<std::string, int>> non_edges;   // transitions that are not edges -> traces
+
+    int traces_of(const std::string& key) const;
+};
+
+// Runs every file under `fixed_variant`, else under the trace's run variant, else its first
+// expect line's variant; files that do not parse are counted as rejected.
+LifecycleCoverage measure_lifecycle_coverage(const std::vector<std::string>& files,
+                                             const std::optional<Variant>& fixed_variant);
+
+// `variant_flag` is the variant every trace was run under, empty when each chose its own.
+nlohmann::ordered_json coverage_json(const LifecycleCoverage& coverage, const std::string& variant_flag);
+std::string render_coverage(const LifecycleCoverage& coverage, const std::string& variant_flag);
+
+}  // namespace kvsim
