@@ -1,5 +1,5 @@
-// kvsim explore: swarm-style random search (README.md, Exploring; fuzz/swarm/explore.h does the work). Every failing
-// seed is printed with the command that regenerates and reruns exactly that trace.
+// kvsim explore: swarm-style random search (README.md, Exploring; fuzz/swarm/explore.h does the
+// work). Every failing seed is printed with the command that regenerates and reruns exactly that trace.
 #include <filesystem>
 #include <iostream>
 #include <limits>
