@@ -25,7 +25,11 @@ namespace {
 struct FakeMeta : ConnectorMetadata {
     explicit FakeMeta(std::string t) : tag(std::move(t)) {}
     std::string tag;
-    std::vector<std::string> describe() const override { return {tag}; }
+    std::vector<LogEvent> log_events() const override {
+        std::vector<LogEvent> events;
+        events.push_back(make_event(EventCategory::meta, "{tag}").text("tag", tag).take());
+        return events;
+    }
 };
 
 // A scripted scheduler-side child that records every call.

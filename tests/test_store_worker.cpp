@@ -15,11 +15,19 @@ using namespace kvsim::store_testing;
 
 namespace {
 
+// "()" for zero groups, else the groups joined by "+" (as the store's meta events render them).
+std::string group_blocks(const GroupBlockIds& groups) {
+    if (groups.empty()) return "()";
+    std::string out;
+    for (std::size_t g = 0; g < groups.size(); ++g) out += (g == 0 ? "" : "+") + format_blocks(groups[g]);
+    return out;
+}
+
 struct RecordingObserver : WorkerObserver {
     std::vector<std::string> events;
     void save_emitted(const SaveJob& job) override {
         events.push_back(fmt::format("emit job={} {} {} [{},{})", job.job_id, job.req_id,
-                                     format_group_blocks(job.block_ids), job.token_start, job.token_end));
+                                     group_blocks(job.block_ids), job.token_start, job.token_end));
     }
     void save_read(const SaveJob& job, int rank) override {
         events.push_back(fmt::format("read job={} {} rank={}", job.job_id, job.req_id, rank));

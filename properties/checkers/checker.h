@@ -1,6 +1,8 @@
 #pragma once
 // Invariant checkers: after every step they judge the core's true state (README.md, Property tests).
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,12 +13,26 @@ namespace kvsim {
 
 class Engine;
 
+// A half-open token range [start, end).
+struct TokenRange {
+    int start = 0;
+    int end = 0;
+    bool operator==(const TokenRange&) const = default;
+};
+
 struct Violation {
     std::string invariant;  // stable id, used in signatures
     std::string request;    // may be empty
     std::vector<BlockId> blocks;
-    std::string detail;     // one line
+    std::string detail;                // one line
+    std::string connector = {};        // "store", "p2p"...: whose worker-side access is judged; may be empty
+    std::optional<std::int64_t> job = {};  // the store job judged, when it has an id
+    std::optional<TokenRange> tokens = {};  // the tokens the judged job writes
+    std::optional<int> rank = {};       // the worker rank that acted
 };
+
+// "<invariant>[ request=R][ blocks=[..]]: <detail>": the violation's log text and message.
+std::string describe(const Violation& violation);
 
 class Checker {
 public:

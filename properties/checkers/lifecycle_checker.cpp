@@ -12,7 +12,7 @@ void check_lifecycle_transitions(const std::vector<StatusTransition>& transition
     for (const StatusTransition& t : transitions) {
         if (graph.is_edge(t)) continue;
         out.push_back({std::string(kLifecycleInvariant), t.req_id, {},
-                       fmt::format("{} -> {} is not a transition upstream allows (reference core_scheduler §1.2)",
+                       fmt::format("{} -> {} is not a transition upstream allows (vllm/v1/request.py RequestStatus)",
                                    to_string(from_state(t.from)), to_string(to_state(t.to)))});
     }
 }

@@ -18,6 +18,17 @@ std::vector<BlockId> outside_table(const std::vector<BlockId>& table, const std:
     return outside;
 }
 
+// A violation about one store save job: its request, job id (when it has one) and token range.
+Violation store_violation(std::string invariant, const SaveJob& job, std::vector<BlockId> blocks, std::string detail) {
+    return {.invariant = std::move(invariant),
+            .request = job.req_id,
+            .blocks = std::move(blocks),
+            .detail = std::move(detail),
+            .connector = "store",
+            .job = job.job_id >= 0 ? std::optional(job.job_id) : std::nullopt,
+            .tokens = TokenRange{job.token_start, job.token_end}};
+}
+
 }  // namespace
 
 void WorkerAccessChecker::save_emitted(const SaveJob& job) {
@@ -25,9 +36,10 @@ void WorkerAccessChecker::save_emitted(const SaveJob& job) {
     const std::string job_name = job.job_id >= 0 ? fmt::format("store job {}", job.job_id) : "store job";
     const bool request_alive = scheduler_.requests().contains(job.req_id);
     if (!request_alive || !kvm.has_blocks(job.req_id)) {
-        violations_.push_back({"save_without_current_table", job.req_id, {},
-                               fmt::format("{} saves tokens [{}, {}) for a request the core holds no block table for",
-                                           job_name, job.token_start, job.token_end)});
+        violations_.push_back(store_violation(
+            "save_without_current_table", job, {},
+            fmt::format("{} saves tokens [{}, {}) for a request the core holds no block table for", job_name,
+                        job.token_start, job.token_end)));
         return;
     }
     const auto table = kvm.get_block_ids(job.req_id);
@@ -39,16 +51,16 @@ void WorkerAccessChecker::save_emitted(const SaveJob& job) {
     for (const auto& group : job.block_ids)
         for (BlockId b : outside_table(table, group)) foreign.push_back(b);
     if (!foreign.empty())
-        violations_.push_back({"save_block_not_in_snapshot", job.req_id, foreign,
-                               fmt::format("{} names blocks outside the request's current table {}", job_name,
-                                           format_blocks(table))});
+        violations_.push_back(store_violation(
+            "save_block_not_in_snapshot", job, foreign,
+            fmt::format("{} names blocks outside the request's current table {}", job_name, format_blocks(table))));
     const int block_size = kvm.block_size();
     const std::size_t needed = static_cast<std::size_t>((job.token_end + block_size - 1) / block_size);
     const std::size_t named = job.block_ids.empty() ? 0 : job.block_ids.front().size();
     if (named < needed)
-        violations_.push_back({"save_tokens_without_blocks", job.req_id, {},
-                               fmt::format("{} writes {} tokens but names {} block(s) in {} group(s)", job_name,
-                                           job.token_end, named, job.block_ids.size())});
+        violations_.push_back(store_violation("save_tokens_without_blocks", job, {},
+                                              fmt::format("{} writes {} tokens but names {} block(s) in {} group(s)",
+                                                          job_name, job.token_end, named, job.block_ids.size())));
 }
 
 void WorkerAccessChecker::save_read(const SaveJob& job, int rank) {
@@ -73,22 +85,34 @@ void WorkerAccessChecker::save_read(const SaveJob& job, int rank) {
         }
     }
     const std::string what = fmt::format("rank {} of store job {}", rank, job.job_id);
-    if (!freed.empty())
-        violations_.push_back({"read_freed_block", job.req_id, freed, what + " reads blocks that were freed"});
-    if (!foreign.empty())
-        violations_.push_back({"read_foreign_block", job.req_id, foreign, what + " reads blocks now holding other KV"});
+    if (!freed.empty()) {
+        violations_.push_back(store_violation("read_freed_block", job, freed, what + " reads blocks that were freed"));
+        violations_.back().rank = rank;
+    }
+    if (!foreign.empty()) {
+        violations_.push_back(store_violation("read_foreign_block", job, foreign, what + " reads blocks now holding other KV"));
+        violations_.back().rank = rank;
+    }
 }
 
 void WorkerAccessChecker::send_read(const std::string& req_id, const std::vector<BlockId>& blocks) {
     const auto* slot = scheduler_.requests().find(req_id);
     if (slot == nullptr) {
-        violations_.push_back({"read_freed_block", req_id, blocks, "p2p send after the request's blocks were freed"});
+        violations_.push_back({.invariant = "read_freed_block",
+                               .request = req_id,
+                               .blocks = blocks,
+                               .detail = "p2p send after the request's blocks were freed",
+                               .connector = "p2p"});
         return;
     }
     const auto table = scheduler_.kv_cache_manager().get_block_ids(req_id);
     const auto foreign = outside_table(table, blocks);
     if (!foreign.empty())
-        violations_.push_back({"read_foreign_block", req_id, foreign, "p2p send reads blocks the request does not hold"});
+        violations_.push_back({.invariant = "read_foreign_block",
+                               .request = req_id,
+                               .blocks = foreign,
+                               .detail = "p2p send reads blocks the request does not hold",
+                               .connector = "p2p"});
 }
 
 void WorkerAccessChecker::load_written(const std::string& req_id, const std::vector<BlockId>& blocks,
@@ -97,8 +121,11 @@ void WorkerAccessChecker::load_written(const std::string& req_id, const std::vec
     const auto table = slot != nullptr ? scheduler_.kv_cache_manager().get_block_ids(req_id) : std::vector<BlockId>{};
     const auto foreign = outside_table(table, blocks);
     if (!foreign.empty())
-        violations_.push_back({"load_into_foreign_block", req_id, foreign,
-                               fmt::format("{} load writes into blocks the request does not own", source)});
+        violations_.push_back({.invariant = "load_into_foreign_block",
+                               .request = req_id,
+                               .blocks = foreign,
+                               .detail = fmt::format("{} load writes into blocks the request does not own", source),
+                               .connector = std::string(source)});
 }
 
 std::vector<Violation> WorkerAccessChecker::take_violations() {

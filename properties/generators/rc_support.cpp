@@ -90,22 +90,12 @@ std::optional<Trace> counterexample_trace(const rc::detail::TestResult& result) 
 
 std::vector<std::string> findings(const RunResult& result) {
     std::vector<std::string> out;
-    // Log lines: "<step> <category padded> <text>"; a violation line's text starts with its id.
-    std::string_view log = result.log;
-    while (!log.empty()) {
-        const auto nl = log.find('\n');
-        std::string_view line = log.substr(0, nl);
-        log = nl == std::string_view::npos ? std::string_view{} : log.substr(nl + 1);
-        const auto pos = line.find(" violation ");
-        if (pos == std::string_view::npos) continue;
-        std::string_view rest = line.substr(pos + 11);
-        rest.remove_prefix(std::min(rest.find_first_not_of(' '), rest.size()));
-        const auto end = rest.find_first_of(" :");
-        const std::string id = "violation:" + std::string(rest.substr(0, end));
-        if (std::find(out.begin(), out.end(), id) == out.end()) out.push_back(id);
-    }
-    if (!result.signature.empty() && std::find(out.begin(), out.end(), result.signature) == out.end())
-        out.push_back(result.signature);
+    auto add = [&](const std::string& signature) {
+        if (!signature.empty() && std::find(out.begin(), out.end(), signature) == out.end()) out.push_back(signature);
+    };
+    for (const Finding& f : result.findings)
+        if (f.kind == FindingKind::violation) add(f.signature());
+    add(result.signature);
     if (result.internal_error) out.push_back("internal");
     return out;
 }

@@ -74,9 +74,9 @@ std::string result_text(const rc::detail::TestResult& result);
 // a trace (the generators print traces via showValue). nullopt when there is none.
 std::optional<Trace> counterexample_trace(const rc::detail::TestResult& result);
 
-// Every finding of a run: each violation line of the log as "violation:<id>" (a step may
-// report several), the run's signature, and "internal" when kvsim's own model precondition
-// failed. Empty on a clean pass.
+// Every finding of a run: each violation's signature "violation:<id>" (a step may report
+// several), the run's signature, and "internal" when kvsim's own model precondition failed.
+// Empty on a clean pass.
 std::vector<std::string> findings(const RunResult& result);
 
 // Invariant families (README.md, Property tests), by the invariant ids the checkers emit.

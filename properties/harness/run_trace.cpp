@@ -1,11 +1,12 @@
 #include "properties/harness/run_trace.h"
 
-#include <fmt/format.h>
-
 #include <stdexcept>
 
 #include "properties/checkers/checker.h"
+#include "properties/checkers/determinism_checker.h"
+#include "properties/checkers/liveness_checker.h"
 #include "properties/checkers/worker_access_checker.h"
+#include "properties/harness/finding_events.h"
 #include "properties/lifecycle/lifecycle_graph.h"
 #include "sim/common/upstream_assertion.h"
 #include "sim/engine/engine.h"
@@ -13,21 +14,50 @@
 namespace kvsim {
 namespace {
 
-std::string describe(const Violation& v) {
-    std::string text = v.invariant;
-    if (!v.request.empty()) text += fmt::format(" request={}", v.request);
-    if (!v.blocks.empty()) text += fmt::format(" blocks={}", format_blocks(v.blocks));
-    return text + ": " + v.detail;
-}
-
 void record_transitions(const Engine& engine, RunResult& result) {
     for (const StatusTransition& t : engine.scheduler().transitions()) result.lifecycle_edges.insert(transition_key(t));
 }
 
-int count_unfinished(const Engine& engine) {
-    int n = 0;
-    for (const auto& [id, req] : engine.scheduler().requests()) n += is_finished(req->status) ? 0 : 1;
-    return n;
+// Ends the run on `findings` (non-empty): logs each, and the first decides the verdict.
+void conclude(Engine& engine, RunResult& result, std::vector<Finding> findings) {
+    for (const Finding& f : findings) log_finding(engine.log(), f);
+    const Finding& first = findings.front();
+    switch (first.kind) {
+        case FindingKind::violation: result.verdict = Verdict::violation; break;
+        case FindingKind::crash: result.verdict = Verdict::crash; break;
+        case FindingKind::liveness: result.verdict = Verdict::liveness; break;
+        case FindingKind::nondeterminism: result.verdict = Verdict::nondeterminism; break;
+        case FindingKind::internal: result.internal_error = true; break;
+    }
+    result.signature = first.signature();
+    result.message = first.message();
+    result.findings = std::move(findings);
+}
+
+// Runs step `step` and judges it; false when the run ends here (a finding).
+bool run_and_check_step(Engine& engine, int step, WorkerAccessChecker& access_checker,
+                        const std::vector<std::unique_ptr<Checker>>& checkers, RunResult& result) {
+    try {
+        engine.run_step(step);
+    } catch (const UpstreamAssertion& assertion) {
+        record_transitions(engine, result);
+        result.crash = UpstreamCrash{assertion.id(), parse_upstream_site(assertion.site()), assertion.what(),
+                                     assertion.request(), step};
+        conclude(engine, result, {crash_finding(*result.crash)});
+        return false;
+    } catch (const std::logic_error& bug) {
+        record_transitions(engine, result);
+        conclude(engine, result, {internal_finding(bug.what(), step)});
+        return false;
+    }
+    record_transitions(engine, result);
+    std::vector<Violation> violations = access_checker.take_violations();
+    for (const auto& checker : checkers) checker->check(engine, violations);
+    if (violations.empty()) return true;
+    std::vector<Finding> findings;
+    for (const Violation& v : violations) findings.push_back(violation_finding(v, step));
+    conclude(engine, result, std::move(findings));
+    return false;
 }
 
 RunResult run_once(const Trace& trace, const Variant& variant) {
@@ -40,6 +70,7 @@ RunResult run_once(const Trace& trace, const Variant& variant) {
 
     int step = 0;
     bool finished = false;
+    bool ended = false;
     while (step < max_steps) {
         if (engine.quiet()) {
             if (engine.events_exhausted()) {
@@ -49,53 +80,20 @@ RunResult run_once(const Trace& trace, const Variant& variant) {
             step = std::max(step, engine.next_event_step());  // idle engine: no steps to log
             if (step >= max_steps) break;
         }
-        try {
-            engine.run_step(step);
-        } catch (const UpstreamAssertion& assertion) {
-            record_transitions(engine, result);
-            engine.log().emitf("crash", "{}: AssertionError: {}", assertion.site(), assertion.what());
-            result.verdict = Verdict::crash;
-            result.signature = "crash:" + assertion.id();
-            result.message = fmt::format("step {}: {}: AssertionError: {}", step, assertion.site(), assertion.what());
-            result.steps = step + 1;
-            break;
-        } catch (const std::logic_error& bug) {
-            record_transitions(engine, result);
-            engine.log().emitf("internal", "{}", bug.what());
-            result.internal_error = true;
-            result.message = fmt::format("step {}: kvsim internal error: {}", step, bug.what());
-            result.steps = step + 1;
-            break;
-        }
-        record_transitions(engine, result);
-        std::vector<Violation> violations = access_checker.take_violations();
-        for (const auto& checker : checkers) checker->check(engine, violations);
-        if (!violations.empty()) {
-            for (const auto& v : violations) engine.log().emitf("violation", "{}", describe(v));
-            result.verdict = Verdict::violation;
-            result.signature = "violation:" + violations.front().invariant;
-            result.message = fmt::format("step {}: {}", step, describe(violations.front()));
-            result.steps = step + 1;
+        if (!run_and_check_step(engine, step, access_checker, checkers, result)) {
+            ended = true;
             break;
         }
         ++step;
     }
-
-    if (result.verdict == Verdict::pass && !result.internal_error) {
-        result.steps = step;
-        if (!finished) {
-            const int unfinished = count_unfinished(engine);
-            const int alive = static_cast<int>(engine.scheduler().requests().size());
-            engine.log().set_step(step);
-            engine.log().emitf("liveness", "max_steps={} unfinished={} held={}", max_steps, unfinished, alive - unfinished);
-            result.verdict = Verdict::liveness;
-            result.signature = unfinished > 0 ? "liveness:requests_not_finished" : "liveness:blocks_not_released";
-            result.message = fmt::format("step limit {} reached: {} request(s) unfinished, {} finished but holding blocks",
-                                         max_steps, unfinished, alive - unfinished);
-        }
+    result.steps = ended ? step + 1 : step;
+    if (!ended && !finished) {
+        engine.log().set_step(step);
+        if (auto stuck = LivenessChecker().check_at_step_limit(engine, max_steps)) conclude(engine, result, {*stuck});
     }
     result.log = engine.log().text();
     result.digest = engine.log().digest();
+    result.events = engine.log().events();
     return result;
 }
 
@@ -105,10 +103,11 @@ RunResult run_trace(const Trace& trace, const Variant& variant, const RunOptions
     RunResult first = run_once(trace, variant);
     if (!options.check_determinism || first.internal_error) return first;
     const RunResult second = run_once(trace, variant);
-    if (second.digest != first.digest || second.log != first.log) {
+    if (auto differ = DeterminismChecker().compare(first.digest, first.log, second.digest, second.log)) {
         first.verdict = Verdict::nondeterminism;
-        first.signature = "nondeterminism:log_digest";
-        first.message = fmt::format("two replays disagree: digest {:016x} vs {:016x}", first.digest, second.digest);
+        first.signature = differ->signature();
+        first.message = differ->message();
+        first.findings.insert(first.findings.begin(), std::move(*differ));
     }
     return first;
 }

@@ -4,7 +4,10 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "properties/checkers/finding.h"
+#include "sim/common/event_log.h"
 #include "sim/trace/trace.h"
 #include "sim/variant/variant.h"
 
@@ -12,16 +15,21 @@ namespace kvsim {
 
 struct RunResult {
     Verdict verdict = Verdict::pass;
-    std::string signature;  // "<verdict>:<invariant or assertion id>", empty on pass
-    std::string message;    // one line: what failed, where
+    std::string signature;  // findings.front().signature(), empty on pass and on an internal error
+    std::string message;    // findings.front().message(): one line, what failed, where
     int steps = 0;          // steps executed
-    std::string log;
+    std::string log;        // the event log's text, rendered from `events`
     std::uint64_t digest = 0;
     bool internal_error = false;  // kvsim's own model precondition failed
     // Request lifecycle transitions the run made, as "FROM->TO" keys (transition_key in
     // properties/lifecycle/lifecycle_graph.h): the lifecycle coverage of this trace. A key that is
     // not a lifecycle edge is also a lifecycle_transition violation.
     std::set<std::string> lifecycle_edges;
+    // Every finding; the one the verdict, signature and message report comes first (a
+    // nondeterminism finding precedes the first replay's own findings).
+    std::vector<Finding> findings;
+    std::optional<UpstreamCrash> crash;  // the upstream assertion the run died on
+    std::vector<LogEvent> events;        // the event log as typed events
 };
 
 struct RunOptions {

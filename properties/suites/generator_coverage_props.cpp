@@ -30,27 +30,26 @@ TEST_CASE("generators reach every scenario", "[property][generators]") {
         if (!trace.engine.chunked_prefill) count("chunked prefill off");
         const RunResult r = run_trace(trace, variant);
         REQUIRE_FALSE(r.internal_error);
-        for (const LogLine& l : log_lines(r.log)) {
-            if (l.category == "preempt") count("preemption");
-            if (l.category == "abort") {
-                const auto from = l.text.find(" from ");
-                if (from != std::string::npos) count("abort from " + l.text.substr(from + 6));
-                if (l.text.find("ignored (already finished)") != std::string::npos) count("abort of a finished request");
-                if (l.text.find("ignored (gone)") != std::string::npos) count("abort of a freed request");
+        for (const LogEvent& e : r.events) {
+            const std::string_view connector = e.text("connector"), action = e.text("action");
+            if (e.category == EventCategory::preempt) count("preemption");
+            if (e.category == EventCategory::abort) {
+                if (e.has("status")) count("abort from " + std::string(e.text("status")));
+                if (e.text("reason") == "already finished") count("abort of a finished request");
+                if (e.text("reason") == "gone") count("abort of a freed request");
             }
-            if (l.category == "fault") count("fault " + l.text.substr(0, l.text.find(' ')));
-            if (l.category == "lookup" && l.text.find(" pending") != std::string::npos) count("lookup pending");
-            if (l.category == "lookup" && l.text.find(" local=") != std::string::npos &&
-                l.text.find(" local=0 ") == std::string::npos)
+            if (e.category == EventCategory::fault) count("fault " + std::string(e.text("kind")));
+            if (e.category == EventCategory::lookup && !e.has("local")) count("lookup pending");
+            if (e.category == EventCategory::lookup && e.integer("local").value_or(0) != 0)
                 count("local and external hits overlap");
-            if (l.category == "park") count("async load");
-            if (l.category == "load" && l.text.find("sync") != std::string::npos) count("sync store load");
-            if (l.category == "invalid") count("failed load recomputed");
-            if (l.category == "meta" && l.text.find("store save") != std::string::npos) count("store save");
-            if (l.category == "meta" && l.text.find("p2p pull") != std::string::npos) count("p2p pull");
-            if (l.category == "send_done") count("p2p send finished");
-            if (l.category == "hold") count("delayed free");
-            if (l.category == "finish") count("finished");
+            if (e.category == EventCategory::park) count("async load");
+            if (e.category == EventCategory::load && !e.flag("async")) count("sync store load");
+            if (e.category == EventCategory::invalid) count("failed load recomputed");
+            if (e.category == EventCategory::meta && connector == "store" && action == "save") count("store save");
+            if (e.category == EventCategory::meta && connector == "p2p" && action == "pull") count("p2p pull");
+            if (e.category == EventCategory::send_done) count("p2p send finished");
+            if (e.category == EventCategory::hold) count("delayed free");
+            if (e.category == EventCategory::finish) count("finished");
         }
         count(r.verdict == Verdict::pass ? "verdict pass" : "verdict not pass");
     }

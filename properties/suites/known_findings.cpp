@@ -6,7 +6,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -16,119 +15,122 @@
 namespace kvsim::propgen {
 namespace {
 
-// The request id an upstream scheduler assertion names: "... (r3)" or "... (r3 is RUNNING)".
-std::string crashed_request(const RunResult& r) {
-    static const std::regex re(R"(\(([A-Za-z0-9_.-]+)(?: is [A-Z_]+)?\)$)");
-    std::smatch m;
-    return std::regex_search(r.message, m, re) ? m[1].str() : std::string();
+using Events = std::vector<LogEvent>;
+
+// The request the upstream assertion the run died on names.
+std::string crashed_request(const RunResult& r) { return r.crash ? r.crash->request : std::string(); }
+
+// The request the run's first violation names.
+std::string violation_request(const RunResult& r) {
+    if (r.findings.empty() || r.findings.front().kind != FindingKind::violation) return {};
+    return r.findings.front().request;
 }
 
-bool has_line(const std::vector<LogLine>& lines, std::string_view category, const std::string& text) {
-    return std::any_of(lines.begin(), lines.end(),
-                       [&](const LogLine& l) { return l.category == category && l.text == text; });
-}
+bool any_event(const Events& events, auto predicate) { return std::any_of(events.begin(), events.end(), predicate); }
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool is_p2p_action(const LogEvent& e, std::string_view action, const std::string& id) {
+    return e.category == EventCategory::p2p && e.text("action") == action && e.request() == id;
+}
 
 bool store_before_p2p(const Trace& t) {
     return t.connectors.size() == 2 && t.connectors[0].kind == "store" && t.connectors[1].kind == "p2p";
 }
 
 // The D worker reported a notify-only pull (no blocks) for `id` in finished_recving.
-bool notify_pull_reported(const std::vector<LogLine>& lines, const std::string& id) {
-    return has_line(lines, "p2p", "pull " + id + " ok: notify-only, reported");
+bool notify_pull_reported(const Events& events, const std::string& id) {
+    return any_event(events, [&](const LogEvent& e) {
+        return is_p2p_action(e, "pull_result", id) && e.text("outcome") == "ok" && e.flag("notify_only") &&
+               e.flag("reported");
+    });
 }
 
-bool p2p_aborted_before_alloc(const std::vector<LogLine>& lines, const std::string& id) {
-    return has_line(lines, "p2p", id + " finished before alloc: notify-only pull queued");
+bool p2p_aborted_before_alloc(const Events& events, const std::string& id) {
+    return any_event(events, [&](const LogEvent& e) { return is_p2p_action(e, "finished_before_alloc", id); });
+}
+
+// What the scheduler itself does with request `id`: its own events and the P2P scheduler's
+// request_finished outcomes, not worker traffic or connector metadata about it.
+bool scheduler_event_about(const LogEvent& e, const std::string& id) {
+    if (e.request() != id) return false;
+    switch (e.category) {
+        case EventCategory::arrive: case EventCategory::alloc: case EventCategory::preempt:
+        case EventCategory::promote: case EventCategory::lookup: case EventCategory::park:
+        case EventCategory::invalid: case EventCategory::finish: case EventCategory::recv_done:
+        case EventCategory::send_done: case EventCategory::hold: case EventCategory::free:
+        case EventCategory::abort: return true;
+        case EventCategory::p2p: {
+            const std::string_view action = e.text("action");
+            return action == "finished_before_alloc" || action == "not_processed" || action == "length_capped";
+        }
+        default: return false;
+    }
 }
 
 // K3: request `id` lost its whole async load, was freed and promoted with nothing computed, and
-// from then on only asks the store again ("lookup ... async") without ever being parked or
+// from then on only asks the store again (an async lookup) without ever being parked or
 // admitted: its own stale _inflight_prefills entry reserves the blocks it needs.
-bool self_reserved_after_failed_load(const std::vector<LogLine>& lines, const std::string& id) {
-    std::size_t promoted_at = lines.size();
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-        const LogLine& l = lines[i];
-        if (l.category == "invalid" && l.text == id + " computed=0 (load failed)") promoted_at = lines.size();
-        if (l.category == "promote" && starts_with(l.text, id + " computed=0 ") && i > 0) promoted_at = i;
+bool self_reserved_after_failed_load(const Events& events, const std::string& id) {
+    std::size_t promoted_at = events.size();
+    for (std::size_t i = 0; i < events.size(); ++i) {
+        const LogEvent& e = events[i];
+        if (e.request() != id || e.integer("computed") != 0) continue;
+        if (e.category == EventCategory::invalid) promoted_at = events.size();
+        if (e.category == EventCategory::promote && i > 0) promoted_at = i;
     }
-    if (promoted_at == lines.size()) return false;
+    if (promoted_at == events.size()) return false;
     bool asked_async = false;
-    for (std::size_t i = promoted_at + 1; i < lines.size(); ++i) {
-        const LogLine& l = lines[i];
-        if (!starts_with(l.text, id + " ")) continue;
-        if (l.category == "lookup" && l.text.find(" async") != std::string::npos) {
-            asked_async = true;
-            continue;
-        }
-        if (l.category == "lookup") continue;
-        return false;  // parked, admitted, aborted, finished...: not stuck
+    for (std::size_t i = promoted_at + 1; i < events.size(); ++i) {
+        const LogEvent& e = events[i];
+        if (!scheduler_event_about(e, id)) continue;
+        if (e.category != EventCategory::lookup) return false;  // parked, admitted, aborted, finished...: not stuck
+        asked_async = asked_async || e.flag("async");
     }
     return asked_async;
 }
 
-std::set<std::string> unfinished_requests(const Trace& t, const std::vector<LogLine>& lines) {
+std::set<std::string> unfinished_requests(const Trace& t, const Events& events) {
     std::set<std::string> ids;
     for (const Event& e : t.events)
         if (const auto* a = std::get_if<ArriveEvent>(&e.body)) ids.insert(a->request_id);
-    for (const LogLine& l : lines)
-        if (l.category == "free") ids.erase(l.text.substr(0, l.text.find(' ')));
+    for (const LogEvent& e : events)
+        if (e.category == EventCategory::free) ids.erase(std::string(e.request()));
     return ids;
 }
 
 // A finished async load (recv_done) never followed by a promotion.
-bool loaded_but_never_promoted(const std::vector<LogLine>& lines, const std::string& id) {
+bool loaded_but_never_promoted(const Events& events, const std::string& id) {
     bool waiting_for_promotion = false;
-    for (const LogLine& l : lines) {
-        if (l.category == "recv_done" && l.text == id) waiting_for_promotion = true;
-        if (l.category == "promote" && starts_with(l.text, id + " ")) waiting_for_promotion = false;
+    for (const LogEvent& e : events) {
+        if (e.request() != id) continue;
+        if (e.category == EventCategory::recv_done && !e.flag("delayed_free")) waiting_for_promotion = true;
+        if (e.category == EventCategory::promote) waiting_for_promotion = false;
     }
     return waiting_for_promotion;
 }
 
 // Steps in which the whole running batch was preempted and nothing was scheduled.
-int whole_batch_preemptions(const std::vector<LogLine>& lines) {
+int whole_batch_preemptions(const Events& events) {
     int n = 0;
-    for (const LogLine& l : lines)
-        if (l.category == "schedule" && starts_with(l.text, "new=[] cached=[] tokens=0 preempted=[") &&
-            l.text.find("preempted=[]") == std::string::npos)
-            ++n;
+    for (const LogEvent& e : events) {
+        if (e.category != EventCategory::schedule) continue;
+        const bool nothing_scheduled =
+            e.value<CountList>("new")->empty() && e.value<CountList>("cached")->empty() && e.integer("tokens") == 0;
+        if (nothing_scheduled && !e.value<NameList>("preempted")->empty()) ++n;
+    }
     return n;
 }
 
-// The request a violation names ("... request=r3: ...").
-std::string violation_request(const RunResult& r) {
-    static const std::regex re(R"( request=([A-Za-z0-9_.-]+)[: ])");
-    std::smatch m;
-    return std::regex_search(r.message, m, re) ? m[1].str() : std::string();
-}
-
-bool has_line_prefix(const std::vector<LogLine>& lines, std::string_view category, const std::string& prefix) {
-    return std::any_of(lines.begin(), lines.end(),
-                       [&](const LogLine& l) { return l.category == category && starts_with(l.text, prefix); });
+// The scheduler rewound request `id` after a failed load.
+bool load_failed_for(const Events& events, const std::string& id) {
+    return any_event(events,
+                     [&](const LogEvent& e) { return e.category == EventCategory::invalid && e.request() == id; });
 }
 
 }  // namespace
 
-std::vector<LogLine> log_lines(const std::string& log) {
-    std::vector<LogLine> out;
-    std::istringstream in(log);
-    std::string line;
-    while (std::getline(in, line)) {
-        std::istringstream ls(line);
-        LogLine l;
-        if (!(ls >> l.step >> l.category)) continue;
-        std::getline(ls, l.text);
-        l.text.erase(0, std::min(l.text.find_first_not_of(' '), l.text.size()));
-        out.push_back(std::move(l));
-    }
-    return out;
-}
-
 const std::vector<KnownFinding>& known_findings() {
     static const std::vector<KnownFinding> list = {
-        {"p2p_notify_pull_after_abort", FindingKind::upstream, "crash:recving_unknown_request",
+        {"p2p_notify_pull_after_abort", KnownFindingKind::upstream, "crash:recving_unknown_request",
          "A decode request (remote_prefill=on) aborted before it was ever allocated: "
          "MooncakeConnectorScheduler.request_finished queues an empty pull so the prefill side frees its "
          "blocks (mooncake_connector.py, request_finished, do_remote_prefill branch); the D worker's "
@@ -137,11 +139,10 @@ const std::vector<KnownFinding>& known_findings() {
          "Modelled on purpose (p2p_worker.h set_report_empty_pulls); reported upstream-plausible.",
          [](const Trace&, const Variant&, const RunResult& r) {
              if (r.signature != "crash:recving_unknown_request") return false;
-             const auto lines = log_lines(r.log);
              const std::string id = crashed_request(r);
-             return !id.empty() && p2p_aborted_before_alloc(lines, id) && notify_pull_reported(lines, id);
+             return !id.empty() && p2p_aborted_before_alloc(r.events, id) && notify_pull_reported(r.events, id);
          }},
-        {"p2p_notify_pull_store_first", FindingKind::upstream,
+        {"p2p_notify_pull_store_first", KnownFindingKind::upstream,
          "crash:recving_not_finished, crash:recving_unknown_request, violation:load_into_foreign_block",
          "MultiConnector(store, p2p), store listed first: for a remote_prefill request the store child "
          "wins the load when it holds the prompt, so MooncakeConnector.update_state_after_alloc gets "
@@ -150,21 +151,19 @@ const std::vector<KnownFinding>& known_findings() {
          "RequestStatus.is_finished(req.status)` for a RUNNING request, or an early promotion while the "
          "store's async load is still in flight: the request runs (and may be preempted and re-parked on "
          "other blocks), then the real store finished_recving names a running or freed request, or the "
-         "late store load writes into blocks the request no longer owns (KV corruption; reference "
-         "connectors.md §2.3, [derived]). With p2p listed first this cannot happen. Reported "
+         "late store load writes into blocks the request no longer owns (KV corruption). With p2p listed first this cannot happen. Reported "
          "upstream-plausible.",
          [](const Trace& t, const Variant&, const RunResult& r) {
              const bool crash =
                  r.signature == "crash:recving_not_finished" || r.signature == "crash:recving_unknown_request";
              const bool foreign_load = r.signature == "violation:load_into_foreign_block" &&
-                                       r.message.find(" store load writes ") != std::string::npos;
+                                       r.findings.front().connector == "store";
              if (!crash && !foreign_load) return false;
              if (!store_before_p2p(t)) return false;
-             const auto lines = log_lines(r.log);
              const std::string id = crash ? crashed_request(r) : violation_request(r);
-             return !id.empty() && notify_pull_reported(lines, id) && !p2p_aborted_before_alloc(lines, id);
+             return !id.empty() && notify_pull_reported(r.events, id) && !p2p_aborted_before_alloc(r.events, id);
          }},
-        {"async_load_self_reservation", FindingKind::upstream, "liveness:requests_not_finished",
+        {"async_load_self_reservation", KnownFindingKind::upstream, "liveness:requests_not_finished",
          "An async load fails completely (load_fail, recompute policy): _update_waiting_for_remote_kv frees "
          "the request's blocks with nothing computed, but nothing discards it from _inflight_prefills "
          "(upstream discards only in _preempt_request, _free_request and _update_after_schedule). Promoted "
@@ -175,13 +174,12 @@ const std::vector<KnownFinding>& known_findings() {
          "upstream-plausible.",
          [](const Trace& t, const Variant&, const RunResult& r) {
              if (r.signature != "liveness:requests_not_finished") return false;
-             const auto lines = log_lines(r.log);
-             const auto stuck = unfinished_requests(t, lines);
+             const auto stuck = unfinished_requests(t, r.events);
              return !stuck.empty() && std::any_of(stuck.begin(), stuck.end(), [&](const std::string& id) {
-                 return self_reserved_after_failed_load(lines, id);
+                 return self_reserved_after_failed_load(r.events, id);
              });
          }},
-        {"finished_load_behind_unadmittable_head", FindingKind::upstream, "liveness:requests_not_finished",
+        {"finished_load_behind_unadmittable_head", KnownFindingKind::upstream, "liveness:requests_not_finished",
          "Head-of-line deadlock in the waiting phase (FCFS). A request whose lookup was pending (or that was "
          "otherwise skipped) sits at the head of skipped_waiting; a request behind it finished its async load "
          "(finished_recving) but is promoted only when the waiting loop reaches it. The head cannot be "
@@ -191,13 +189,12 @@ const std::vector<KnownFinding>& known_findings() {
          "corpus/findings/finished_load_behind_unadmittable_head.trace. Reported upstream-plausible.",
          [](const Trace& t, const Variant&, const RunResult& r) {
              if (r.signature != "liveness:requests_not_finished") return false;
-             const auto lines = log_lines(r.log);
-             const auto stuck = unfinished_requests(t, lines);
+             const auto stuck = unfinished_requests(t, r.events);
              return std::any_of(stuck.begin(), stuck.end(), [&](const std::string& id) {
-                 return loaded_but_never_promoted(lines, id);
+                 return loaded_but_never_promoted(r.events, id);
              });
          }},
-        {"store_pin_preemption_cascade", FindingKind::upstream, "liveness:requests_not_finished",
+        {"store_pin_preemption_cascade", KnownFindingKind::upstream, "liveness:requests_not_finished",
          "Zero-reclaim preemption livelock. Store-job pins (#52372) keep a preempted request's blocks "
          "referenced until every rank reports, so preempting the last running request frees nothing; the "
          "allocation retry loop of Scheduler.schedule then preempts the next one and finally the request "
@@ -210,13 +207,13 @@ const std::vector<KnownFinding>& known_findings() {
          [](const Trace& t, const Variant& v, const RunResult& r) {
              if (r.signature != "liveness:requests_not_finished") return false;
              if (v.save_block_refs != SaveBlockRefs::store_job_pins) return false;
-             if (whole_batch_preemptions(log_lines(r.log)) < 2) return false;
+             if (whole_batch_preemptions(r.events) < 2) return false;
              Variant unpinned = v;
              unpinned.save_block_refs = SaveBlockRefs::delay_free;
              unpinned.name += " (store jobs unpinned)";
              return run_trace(t, unpinned).verdict != Verdict::liveness;
          }},
-        {"store_tracker_not_rewound_after_load_failure", FindingKind::upstream,
+        {"store_tracker_not_rewound_after_load_failure", KnownFindingKind::upstream,
          "violation:save_tokens_without_blocks",
          "A synchronous store load fails (load_fail, kv_load_failure_policy recompute): "
          "Scheduler._update_requests_with_invalid_blocks rewinds num_computed_tokens to the first invalid "
@@ -229,7 +226,7 @@ const std::vector<KnownFinding>& known_findings() {
          [](const Trace& t, const Variant& v, const RunResult& r) {
              if (r.signature != "violation:save_tokens_without_blocks") return false;
              const std::string id = violation_request(r);
-             if (id.empty() || !has_line_prefix(log_lines(r.log), "invalid", id + " computed=")) return false;
+             if (id.empty() || !load_failed_for(r.events, id)) return false;
              Trace without = t;
              std::erase_if(without.events, [&](const Event& e) {
                  const auto* f = std::get_if<FaultEvent>(&e.body);
@@ -237,7 +234,7 @@ const std::vector<KnownFinding>& known_findings() {
              });
              return run_trace(without, v).signature != "violation:save_tokens_without_blocks";
          }},
-        {"seed001_eager_snapshot_stale_save", FindingKind::known_bug, "crash:missing_current_block_table",
+        {"seed001_eager_snapshot_stale_save", KnownFindingKind::known_bug, "crash:missing_current_block_table",
          "Seed 001 (vllm-project/vllm#54853, #55066): v0.29.0's eager KVConnectorBlockState snapshots only "
          "new requests and cached requests that got a new block, but a store save fires on the step that "
          "FILLS a block (a decode step with save_decode_cache=on, or a prefill chunk ending inside an "

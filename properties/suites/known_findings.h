@@ -2,7 +2,7 @@
 // Known findings of the clean presets: exact scenarios the clean property suites may meet on
 // random traces and that are NOT a reason to turn CI red, each named, explained and matched
 // precisely (a signature alone never matches: every matcher also checks the mechanism in the
-// run's log or in a differential replay). Anything else a clean preset does is a failure.
+// run's typed events and findings, or in a differential replay). Anything else a clean preset does is a failure.
 //
 // Keep this list short and honest. Each entry has a witness test in known_findings.cpp: a
 // shrunk trace that must still produce the finding, so an entry whose cause gets fixed (or
@@ -18,7 +18,7 @@
 
 namespace kvsim::propgen {
 
-enum class FindingKind {
+enum class KnownFindingKind {
     upstream,      // (c) plausible real upstream behaviour, modelled on purpose
     known_bug,     // an upstream bug a clean preset still carries (fixed by a later PR)
     kvsim_bug,     // (a) a bug of kvsim itself (model or checker), reported, fix pending
@@ -26,7 +26,7 @@ enum class FindingKind {
 
 struct KnownFinding {
     std::string_view name;
-    FindingKind kind;
+    KnownFindingKind kind;
     std::string_view signatures;  // the signatures it may carry, for the report
     std::string_view why;         // one paragraph: mechanism, upstream code, what to do
     // Precise matcher over the trace, the variant and the run.
@@ -37,13 +37,5 @@ const std::vector<KnownFinding>& known_findings();
 
 // The known finding a failing run is, or nullptr.
 const KnownFinding* match_known_finding(const Trace& trace, const Variant& variant, const RunResult& result);
-
-// One line of the event log: step, category, text.
-struct LogLine {
-    int step = 0;
-    std::string category;
-    std::string text;
-};
-std::vector<LogLine> log_lines(const std::string& log);
 
 }  // namespace kvsim::propgen

@@ -1,34 +1,156 @@
 #pragma once
-// The per-step event log: the observable output of a run. Byte-identical for the
-// same trace and seed on every build; its digest backs the determinism check.
+// The per-step event log: the observable output of a run. Each entry is a category plus typed
+// fields (FoundationDB's TraceEvent("X").detail("k", v) is the model); the text log is rendered
+// from the fields through each event's format, and its digest backs the determinism check.
+// Byte-identical for the same trace and seed on every build.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
 
 #include <fmt/format.h>
 
 namespace kvsim {
+
+// Every event category, in one name table (event_log.cpp).
+enum class EventCategory : std::uint8_t {
+    arrive, alloc, preempt, promote, lookup, park, schedule, invalid, finish, recv_done, send_done, hold,
+    free, abort, meta, fault, worker, load, store, warn, p2p, crash, internal, violation, liveness,
+};
+std::string_view to_string(EventCategory category);
+std::optional<EventCategory> parse_event_category(std::string_view text);
+
+// What a field's value means; it decides the JSON type and the text rendering.
+enum class FieldKind : std::uint8_t {
+    integer,         // std::int64_t
+    flag,            // std::int64_t 0/1: a JSON bool
+    text,            // std::string
+    request,         // std::string: a request id
+    status,          // std::string: an enum's name (RequestStatus, FaultKind...)
+    blocks,          // IdList: "[1,2,3]"
+    block_groups,    // GroupList: "()" empty; groups joined by the format's separator ("{k:+}")
+    requests,        // NameList: "[r0,r1]"
+    request_counts,  // CountList: "r0:4,r1:2" (no brackets)
+};
+std::string_view to_string(FieldKind kind);
+
+using IdList = std::vector<std::int64_t>;
+using GroupList = std::vector<IdList>;
+using NameList = std::vector<std::string>;
+using CountList = std::vector<std::pair<std::string, std::int64_t>>;
+using FieldValue = std::variant<std::int64_t, std::string, IdList, GroupList, NameList, CountList>;
+
+IdList to_id_list(const auto& ids) {
+    IdList list;
+    for (auto id : ids) list.push_back(static_cast<std::int64_t>(id));
+    return list;
+}
+GroupList to_group_list(const auto& groups) {
+    GroupList list;
+    for (const auto& g : groups) list.push_back(to_id_list(g));
+    return list;
+}
+
+struct Field {
+    std::string_view key;  // a string literal
+    FieldKind kind = FieldKind::text;
+    FieldValue value;
+};
+
+// One log entry. `format` renders it: literal text with `{key}` (or `{key:SEP}` for block
+// groups) placeholders naming fields; fields it does not name are data only (JSON, consumers).
+struct LogEvent {
+    int step = 0;
+    EventCategory category = EventCategory::warn;
+    std::string format;
+    std::vector<Field> fields;
+
+    const Field* field(std::string_view key) const;
+    bool has(std::string_view key) const { return field(key) != nullptr; }
+    // The value of a string-valued field (text, request, status); empty when absent.
+    std::string_view text(std::string_view key) const;
+    std::string_view request() const { return text("request"); }
+    std::optional<std::int64_t> integer(std::string_view key) const;
+    bool flag(std::string_view key) const { return integer(key).value_or(0) != 0; }
+    // A field's value of type T (IdList, NameList, CountList...); nullptr when absent or of another type.
+    template <class T>
+    const T* value(std::string_view key) const {
+        const Field* f = field(key);
+        return f != nullptr ? std::get_if<T>(&f->value) : nullptr;
+    }
+};
+
+// The text after step and category, and the whole log line ("<step> <category> <text>\n").
+std::string render_text(const LogEvent& event);
+std::string render_line(const LogEvent& event);
+
+class EventLog;
+
+// Builds one event and appends it to the log when it goes out of scope (end of the statement).
+class EventBuilder {
+public:
+    EventBuilder(EventLog* log, EventCategory category, std::string format);
+    EventBuilder(EventBuilder&& other) noexcept : log_(std::exchange(other.log_, nullptr)), event_(std::move(other.event_)) {}
+    EventBuilder(const EventBuilder&) = delete;
+    EventBuilder& operator=(const EventBuilder&) = delete;
+    ~EventBuilder();
+
+    EventBuilder& request(std::string id) { return add("request", FieldKind::request, std::move(id)); }
+    EventBuilder& integer(std::string_view key, std::int64_t v) { return add(key, FieldKind::integer, v); }
+    EventBuilder& flag(std::string_view key, bool v) { return add(key, FieldKind::flag, std::int64_t{v}); }
+    EventBuilder& text(std::string_view key, std::string v) { return add(key, FieldKind::text, std::move(v)); }
+    EventBuilder& status(std::string_view key, std::string_view v) {
+        return add(key, FieldKind::status, std::string(v));
+    }
+    EventBuilder& blocks(std::string_view key, const auto& ids) { return add(key, FieldKind::blocks, to_id_list(ids)); }
+    EventBuilder& block_groups(std::string_view key, const auto& groups) {
+        return add(key, FieldKind::block_groups, to_group_list(groups));
+    }
+    EventBuilder& requests(std::string_view key, const auto& ids) {
+        return add(key, FieldKind::requests, NameList(ids.begin(), ids.end()));
+    }
+    EventBuilder& request_counts(std::string_view key, CountList counts) {
+        return add(key, FieldKind::request_counts, std::move(counts));
+    }
+
+    // The event, for callers that collect events instead of logging them (connector metadata).
+    LogEvent take() { return std::move(event_); }
+
+private:
+    EventBuilder& add(std::string_view key, FieldKind kind, FieldValue value);
+    EventLog* log_;
+    LogEvent event_;
+};
+
+// An event not bound to a log: build it, then take() it.
+inline EventBuilder make_event(EventCategory category, std::string format) {
+    return EventBuilder(nullptr, category, std::move(format));
+}
 
 class EventLog {
 public:
     void set_step(int step) { step_ = step; }
     int step() const { return step_; }
 
-    void emit(std::string_view category, std::string_view text);
-
-    template <class... Args>
-    void emitf(std::string_view category, fmt::format_string<Args...> format, Args&&... args) {
-        emit(category, fmt::format(format, std::forward<Args>(args)...));
+    // log.event(EventCategory::alloc, "{request} +{blocks}").request(id).blocks("blocks", ids);
+    EventBuilder event(EventCategory category, std::string format) {
+        return EventBuilder(this, category, std::move(format));
     }
+    // Appends a finished event at the current step.
+    void append(LogEvent event);
 
+    const std::vector<LogEvent>& events() const { return events_; }
     const std::string& text() const { return text_; }
     std::uint64_t digest() const { return digest_; }
-    std::uint64_t lines() const { return lines_; }
+    std::uint64_t lines() const { return static_cast<std::uint64_t>(events_.size()); }
 
 private:
+    std::vector<LogEvent> events_;
     std::string text_;
     std::uint64_t digest_ = 0xcbf29ce484222325ULL;
-    std::uint64_t lines_ = 0;
     int step_ = 0;
 };
 

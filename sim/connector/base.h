@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/common/event_log.h"
 #include "sim/core/kv_cache_blocks.h"
 #include "sim/core/outputs.h"
 #include "sim/core/request.h"
@@ -22,8 +23,14 @@ class EventLog;
 
 struct ConnectorMetadata {
     virtual ~ConnectorMetadata() = default;
-    // Stable one-line descriptions for the event log.
-    virtual std::vector<std::string> describe() const = 0;
+    // What this step's metadata asks for, as `meta` events for the event log.
+    virtual std::vector<LogEvent> log_events() const = 0;
+    // The same events as their log text, one line each.
+    std::vector<std::string> describe() const {
+        std::vector<std::string> lines;
+        for (const LogEvent& event : log_events()) lines.push_back(render_text(event));
+        return lines;
+    }
 };
 
 // What get_num_new_matched_tokens answers: nullopt tokens = "not decided yet, ask again".

@@ -6,18 +6,25 @@
 
 namespace kvsim {
 
-std::vector<std::string> MultiKVConnectorMetadata::describe() const {
-    std::vector<std::string> lines;
+// Each child's events prefixed "c<child> ", then "multi extra_async_saves r0:1,r1:2".
+std::vector<LogEvent> MultiKVConnectorMetadata::log_events() const {
+    std::vector<LogEvent> events;
     for (std::size_t i = 0; i < metadata.size(); ++i) {
         if (!metadata[i]) continue;
-        for (const auto& line : metadata[i]->describe()) lines.push_back(fmt::format("c{} {}", i, line));
+        for (LogEvent& event : metadata[i]->log_events()) {
+            event.format = "c{child} " + event.format;
+            event.fields.insert(event.fields.begin(), Field{"child", FieldKind::integer, static_cast<std::int64_t>(i)});
+            events.push_back(std::move(event));
+        }
     }
     if (!extra_async_saves.empty()) {
-        std::string text;
-        for (const auto& [id, n] : extra_async_saves) text += fmt::format("{}{}:{}", text.empty() ? "" : ",", id, n);
-        lines.push_back("multi extra_async_saves " + text);
+        CountList saves(extra_async_saves.begin(), extra_async_saves.end());
+        events.push_back(make_event(EventCategory::meta, "multi extra_async_saves {extra_async_saves}")
+                             .text("connector", "multi")
+                             .request_counts("extra_async_saves", std::move(saves))
+                             .take());
     }
-    return lines;
+    return events;
 }
 
 // MultiConnector.__init__ @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: children in config order.

@@ -26,7 +26,7 @@ struct MultiKVConnectorMetadata : ConnectorMetadata {
     std::vector<std::shared_ptr<const ConnectorMetadata>> metadata;  // one per child, positional
     std::map<std::string, int> extra_async_saves;                    // empty = upstream None
 
-    std::vector<std::string> describe() const override;
+    std::vector<LogEvent> log_events() const override;
 };
 
 class MultiConnectorScheduler : public KVConnectorScheduler {

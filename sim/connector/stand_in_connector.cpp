@@ -6,10 +6,16 @@
 
 namespace kvsim {
 
-std::vector<std::string> StandInMetadata::describe() const {
-    std::vector<std::string> lines;
-    for (const auto& [id, blocks] : loads) lines.push_back(fmt::format("stand_in load {} {}", id, format_blocks(blocks)));
-    return lines;
+std::vector<LogEvent> StandInMetadata::log_events() const {
+    std::vector<LogEvent> events;
+    for (const auto& [id, blocks] : loads)
+        events.push_back(make_event(EventCategory::meta, "stand_in load {request} {blocks}")
+                             .text("connector", "stand_in")
+                             .text("action", "load")
+                             .request(id)
+                             .blocks("blocks", blocks)
+                             .take());
+    return events;
 }
 
 MatchResult StandInConnectorScheduler::get_num_new_matched_tokens(Request& request, int num_computed_tokens) {

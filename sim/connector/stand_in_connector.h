@@ -15,7 +15,7 @@ namespace kvsim {
 
 struct StandInMetadata : ConnectorMetadata {
     std::vector<std::pair<std::string, std::vector<BlockId>>> loads;  // request -> blocks to fill
-    std::vector<std::string> describe() const override;
+    std::vector<LogEvent> log_events() const override;
 };
 
 class StandInConnectorScheduler : public KVConnectorScheduler {

@@ -85,21 +85,8 @@ std::optional<std::vector<BlockId>> KVCacheManager::allocate_slots(Request& requ
                                                                    bool delay_cache_blocks,
                                                                    const AdmissionLimits& limits) {
     const std::string& id = request.id();
-    // Upstream raises ValueError here.
-    require(num_new_tokens != 0 || num_external_computed_tokens != 0,
-            "{}: num_new_tokens must be greater than 0 when there are no external computed tokens", id);
-    require(num_new_tokens >= 0 && num_new_computed_tokens >= 0 && num_lookahead_tokens >= 0 &&
-                num_external_computed_tokens >= 0,
-            "{}: negative token count (new {}, new computed {}, lookahead {}, external {})", id, num_new_tokens,
-            num_new_computed_tokens, num_lookahead_tokens, num_external_computed_tokens);
-    require(num_new_computed_tokens == static_cast<int>(new_computed_blocks.size()) * block_size_,
-            "{}: {} new computed tokens do not match {} hit blocks of {}", id, num_new_computed_tokens,
-            new_computed_blocks.size(), block_size_);
-    require(enable_caching_ || new_computed_blocks.empty(),
-            "{}: Computed blocks should be empty when prefix caching is disabled", id);
-    require(limits.reserved_blocks >= 0 && limits.watermark_blocks >= 0,
-            "{}: negative admission limits (reserved {}, watermark {})", id, limits.reserved_blocks,
-            limits.watermark_blocks);
+    check_allocate_arguments(id, num_new_tokens, num_new_computed_tokens, new_computed_blocks, num_lookahead_tokens,
+                             num_external_computed_tokens, limits);
 
     const int num_local_computed_tokens = request.num_computed_tokens + num_new_computed_tokens;
     const int total_computed_tokens =
@@ -119,47 +106,75 @@ std::optional<std::vector<BlockId>> KVCacheManager::allocate_slots(Request& requ
 
     const int num_tokens_main_model = total_computed_tokens + num_new_tokens;
     const int num_tokens_need_slot = std::min(num_tokens_main_model + num_lookahead_tokens, max_model_len_);
-    const int num_required_blocks = cdiv(num_tokens_need_slot, block_size_);
-    const bool tracked = num_cached_block_.contains(id);
 
     // remove_skipped_blocks is a no-op for full attention.
     const int needed = num_blocks_to_allocate(id, num_tokens_need_slot, new_computed_blocks);
     if (needed + watermark_blocks > num_free - limits.reserved_blocks) return std::nullopt;
 
-    if (!new_computed_blocks.empty() || num_external_computed_tokens > 0) {
-        // SingleTypeKVCacheManager.allocate_new_computed_blocks: a tracked request returns early,
-        // without blocks for its external tokens.
-        if (!tracked) {
-            std::vector<BlockId>& req_blocks = req_to_blocks_[id];
-            require(req_blocks.empty(), "{}: a new request already holds {} blocks", id, req_blocks.size());
-            if (enable_caching_) pool_.touch(new_computed_blocks);
-            req_blocks.insert(req_blocks.end(), new_computed_blocks.begin(), new_computed_blocks.end());
-            num_cached_block_[id] = static_cast<int>(req_blocks.size());
-            if (num_external_computed_tokens > 0) {
-                // Upstream uses the uncapped local + external count here.
-                const int n = cdiv(num_local_computed_tokens + num_external_computed_tokens, block_size_) -
-                              static_cast<int>(req_blocks.size());
-                require(n >= 0, "{}: {} blocks for external tokens", id, n);
-                const auto ext_blocks = pool_.get_new_blocks(static_cast<std::uint32_t>(n));
-                req_blocks.insert(req_blocks.end(), ext_blocks.begin(), ext_blocks.end());
-            }
-        }
-    }
-
-    // SingleTypeKVCacheManager.allocate_new_blocks (req_to_blocks is a defaultdict: the entry appears).
-    std::vector<BlockId>& req_blocks = req_to_blocks_[id];
-    std::vector<BlockId> new_blocks;
-    const int num_new_blocks = num_required_blocks - static_cast<int>(req_blocks.size());
-    if (num_new_blocks > 0) {
-        new_blocks = pool_.get_new_blocks(static_cast<std::uint32_t>(num_new_blocks));
-        req_blocks.insert(req_blocks.end(), new_blocks.begin(), new_blocks.end());
-    }
+    if (!new_computed_blocks.empty() || num_external_computed_tokens > 0)
+        allocate_new_computed_blocks(id, new_computed_blocks, num_local_computed_tokens, num_external_computed_tokens);
+    std::vector<BlockId> new_blocks = allocate_new_blocks(id, num_tokens_need_slot);
 
     if (!enable_caching_ || delay_cache_blocks) return new_blocks;
 
     // Only finalized tokens are cached: lookahead / draft slots beyond num_tokens are not.
     const int num_tokens_to_cache = std::min(total_computed_tokens + num_new_tokens, request.num_tokens());
     cache_blocks(request, num_tokens_to_cache);
+    return new_blocks;
+}
+
+// KVCacheManager.allocate_slots @ ace980e6de0540f49b0c63248437a1a7807590c1: its argument checks
+// (upstream raises ValueError for the first; the others are kvsim's own preconditions).
+void KVCacheManager::check_allocate_arguments(const std::string& id, int num_new_tokens, int num_new_computed_tokens,
+                                              const std::vector<BlockId>& new_computed_blocks,
+                                              int num_lookahead_tokens, int num_external_computed_tokens,
+                                              const AdmissionLimits& limits) const {
+    require(num_new_tokens != 0 || num_external_computed_tokens != 0,
+            "{}: num_new_tokens must be greater than 0 when there are no external computed tokens", id);
+    require(num_new_tokens >= 0 && num_new_computed_tokens >= 0 && num_lookahead_tokens >= 0 &&
+                num_external_computed_tokens >= 0,
+            "{}: negative token count (new {}, new computed {}, lookahead {}, external {})", id, num_new_tokens,
+            num_new_computed_tokens, num_lookahead_tokens, num_external_computed_tokens);
+    require(num_new_computed_tokens == static_cast<int>(new_computed_blocks.size()) * block_size_,
+            "{}: {} new computed tokens do not match {} hit blocks of {}", id, num_new_computed_tokens,
+            new_computed_blocks.size(), block_size_);
+    require(enable_caching_ || new_computed_blocks.empty(),
+            "{}: Computed blocks should be empty when prefix caching is disabled", id);
+    require(limits.reserved_blocks >= 0 && limits.watermark_blocks >= 0,
+            "{}: negative admission limits (reserved {}, watermark {})", id, limits.reserved_blocks,
+            limits.watermark_blocks);
+}
+
+// single_type_kv_cache_manager.py SingleTypeKVCacheManager.allocate_new_computed_blocks @ 129ab7c60cbb8eb11e875373e67f7e521b74aa30:
+// a tracked request returns early, without blocks for its external tokens.
+void KVCacheManager::allocate_new_computed_blocks(const std::string& id, const std::vector<BlockId>& new_computed_blocks,
+                                                  int num_local_computed_tokens, int num_external_computed_tokens) {
+    if (num_cached_block_.contains(id)) return;
+    std::vector<BlockId>& req_blocks = req_to_blocks_[id];
+    require(req_blocks.empty(), "{}: a new request already holds {} blocks", id, req_blocks.size());
+    if (enable_caching_) pool_.touch(new_computed_blocks);
+    req_blocks.insert(req_blocks.end(), new_computed_blocks.begin(), new_computed_blocks.end());
+    num_cached_block_[id] = static_cast<int>(req_blocks.size());
+    if (num_external_computed_tokens > 0) {
+        // Upstream uses the uncapped local + external count here.
+        const int n = cdiv(num_local_computed_tokens + num_external_computed_tokens, block_size_) -
+                      static_cast<int>(req_blocks.size());
+        require(n >= 0, "{}: {} blocks for external tokens", id, n);
+        const auto ext_blocks = pool_.get_new_blocks(static_cast<std::uint32_t>(n));
+        req_blocks.insert(req_blocks.end(), ext_blocks.begin(), ext_blocks.end());
+    }
+}
+
+// single_type_kv_cache_manager.py SingleTypeKVCacheManager.allocate_new_blocks @ 129ab7c60cbb8eb11e875373e67f7e521b74aa30
+// (req_to_blocks is a defaultdict: the entry appears).
+std::vector<BlockId> KVCacheManager::allocate_new_blocks(const std::string& id, int num_tokens) {
+    std::vector<BlockId>& req_blocks = req_to_blocks_[id];
+    std::vector<BlockId> new_blocks;
+    const int num_new_blocks = cdiv(num_tokens, block_size_) - static_cast<int>(req_blocks.size());
+    if (num_new_blocks > 0) {
+        new_blocks = pool_.get_new_blocks(static_cast<std::uint32_t>(num_new_blocks));
+        req_blocks.insert(req_blocks.end(), new_blocks.begin(), new_blocks.end());
+    }
     return new_blocks;
 }
 

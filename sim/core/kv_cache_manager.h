@@ -62,6 +62,13 @@ public:
     const std::map<std::string, std::vector<BlockId>>& all_request_blocks() const { return req_to_blocks_; }
 
 private:
+    void check_allocate_arguments(const std::string& id, int num_new_tokens, int num_new_computed_tokens,
+                                  const std::vector<BlockId>& new_computed_blocks, int num_lookahead_tokens,
+                                  int num_external_computed_tokens, const AdmissionLimits& limits) const;
+    // SingleTypeKVCacheManager.allocate_new_computed_blocks / allocate_new_blocks @ 129ab7c60cbb8eb11e875373e67f7e521b74aa30
+    void allocate_new_computed_blocks(const std::string& id, const std::vector<BlockId>& new_computed_blocks,
+                                      int num_local_computed_tokens, int num_external_computed_tokens);
+    std::vector<BlockId> allocate_new_blocks(const std::string& id, int num_tokens);
     // SingleTypeKVCacheManager.get_num_blocks_to_allocate @ 129ab7c60cbb8eb11e875373e67f7e521b74aa30 (full attention).
     int num_blocks_to_allocate(const std::string& request_id, int num_tokens,
                                const std::vector<BlockId>& new_computed_blocks) const;

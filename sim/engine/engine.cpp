@@ -61,8 +61,11 @@ void Engine::apply_events(int step) {
         } else if (const auto* abort = std::get_if<AbortEvent>(&event.body)) {
             scheduler_->finish_requests({abort->request_id}, RequestStatus::finished_aborted);
         } else if (const auto* fault = std::get_if<FaultEvent>(&event.body)) {
-            log_.emitf("fault", "{} rank={} steps={} request={}", to_string(fault->kind), fault->rank, fault->steps,
-                       fault->request_id.empty() ? "-" : fault->request_id);
+            log_.event(EventCategory::fault, "{kind} rank={rank} steps={steps} request={request}")
+                .status("kind", to_string(fault->kind))
+                .integer("rank", fault->rank)
+                .integer("steps", fault->steps)
+                .request(fault->request_id.empty() ? "-" : fault->request_id);
             faults_.apply(*fault);
         }
     }
@@ -83,9 +86,11 @@ ModelRunnerOutput Engine::execute_model(int step, const SchedulerOutput& output)
         connectors_.worker->execute(step, output);
         KVConnectorOutput kv = connectors_.worker->get_finished(step, output.finished_req_ids);
         if (!kv.finished_recving.empty())
-            log_.emitf("worker", "finished_recving={}", format_blocks(kv.finished_recving));
+            log_.event(EventCategory::worker, "finished_recving={finished_recving}")
+                .requests("finished_recving", kv.finished_recving);
         if (!kv.finished_sending.empty())
-            log_.emitf("worker", "finished_sending={}", format_blocks(kv.finished_sending));
+            log_.event(EventCategory::worker, "finished_sending={finished_sending}")
+                .requests("finished_sending", kv.finished_sending);
         result.kv_connector_output = std::move(kv);
     }
     return result;

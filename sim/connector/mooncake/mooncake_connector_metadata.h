@@ -37,7 +37,7 @@ struct MooncakeConnectorMetadata : ConnectorMetadata {
     std::vector<P2PSendMeta> reqs_to_send;     // filled only when not kv_consumer
     std::set<std::string> reqs_not_processed;  // transfer ids P will never send (not kv_consumer)
 
-    std::vector<std::string> describe() const override;
+    std::vector<LogEvent> log_events() const override;
 };
 
 // True when any group holds a block (upstream `any(len(g) > 0 for g in groups)`).
@@ -54,7 +54,5 @@ inline std::vector<BlockId> flatten_blocks(const GroupBlockIds& groups) {
     return out;
 }
 
-// "()" for no groups, else one "[..]" per group: "[1,2]" or "[1,2][7]".
-std::string format_groups(const GroupBlockIds& groups);
 
 }  // namespace kvsim

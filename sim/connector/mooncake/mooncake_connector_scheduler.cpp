@@ -23,23 +23,24 @@ constexpr const char* kSchedulerSite =
 
 }  // namespace
 
-std::string format_groups(const GroupBlockIds& groups) {
-    if (groups.empty()) return "()";
-    std::string out;
-    for (const auto& g : groups) out += format_blocks(g);
-    return out;
-}
-
-std::vector<std::string> MooncakeConnectorMetadata::describe() const {
-    std::vector<std::string> lines;
-    for (const auto& pull : reqs_to_recv)
-        lines.push_back(fmt::format("p2p pull {} {}", pull.req_id, format_groups(pull.local_block_ids)));
-    for (const auto& send : reqs_to_send)
-        lines.push_back(any_blocks(send.block_ids)
-                            ? fmt::format("p2p send {} {}", send.req_id, format_groups(send.block_ids))
-                            : fmt::format("p2p send {} pre-register", send.req_id));
-    for (const auto& id : reqs_not_processed) lines.push_back(fmt::format("p2p not_processed {}", id));
-    return lines;
+// Block groups render as "()" for none, else one "[..]" per group: "[1,2]" or "[1,2][7]".
+std::vector<LogEvent> MooncakeConnectorMetadata::log_events() const {
+    std::vector<LogEvent> events;
+    auto event = [](const char* format, const char* action, const std::string& id) {
+        return make_event(EventCategory::meta, format).text("connector", "p2p").text("action", action).request(id).take();
+    };
+    for (const auto& pull : reqs_to_recv) {
+        events.push_back(event("p2p pull {request} {blocks}", "pull", pull.req_id));
+        events.back().fields.push_back(Field{"blocks", FieldKind::block_groups, to_group_list(pull.local_block_ids)});
+    }
+    for (const auto& send : reqs_to_send) {
+        const bool pre_register = !any_blocks(send.block_ids);
+        events.push_back(event(pre_register ? "p2p send {request} pre-register" : "p2p send {request} {blocks}",
+                               pre_register ? "pre_register" : "send", send.req_id));
+        events.back().fields.push_back(Field{"blocks", FieldKind::block_groups, to_group_list(send.block_ids)});
+    }
+    for (const auto& id : reqs_not_processed) events.push_back(event("p2p not_processed {request}", "not_processed", id));
+    return events;
 }
 
 // MooncakeConnectorScheduler.__init__ @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: is_kv_producer / is_kv_consumer are
@@ -115,7 +116,9 @@ FinishResult MooncakeConnectorScheduler::request_finished(Request& request, cons
         if (is_kv_producer_) fail_not_producer("request_finished");
         reqs_need_recv_[request.id()] = GroupBlockIds{};
         params.do_remote_prefill = false;
-        log_.emitf("p2p", "{} finished before alloc: notify-only pull queued", request.id());
+        log_.event(EventCategory::p2p, "{request} finished before alloc: notify-only pull queued")
+            .text("action", "finished_before_alloc")
+            .request(request.id());
         return {false};
     }
 
@@ -125,15 +128,22 @@ FinishResult MooncakeConnectorScheduler::request_finished(Request& request, cons
     if (request.status != RequestStatus::finished_length_capped) {
         // Abort or any other stop: P will never send; it frees now.
         reqs_not_processed_.insert(request.id());
-        log_.emitf("p2p", "{} {}: not processed", request.id(), to_string(request.status));
+        log_.event(EventCategory::p2p, "{request} {status}: not processed")
+            .text("action", "not_processed")
+            .request(request.id())
+            .status("status", to_string(request.status));
         return {false};
     }
 
     const GroupBlockIds groups{block_ids};
     const bool delay_free_blocks = any_blocks(groups);
     if (delay_free_blocks) reqs_need_send_[request.id()] = groups;
-    log_.emitf("p2p", "{} length capped: {}", request.id(),
-               delay_free_blocks ? "send queued " + format_groups(groups) + ", delay free" : std::string("no blocks"));
+    log_.event(EventCategory::p2p, delay_free_blocks ? "{request} length capped: send queued {blocks}, delay free"
+                                                     : "{request} length capped: no blocks")
+        .text("action", "length_capped")
+        .request(request.id())
+        .block_groups("blocks", groups)
+        .flag("delay_free", delay_free_blocks);
     return {delay_free_blocks};
 }
 

@@ -13,8 +13,20 @@ MooncakeConnectorWorker::MooncakeConnectorWorker(const ConnectorSpec& spec, Work
       is_kv_producer_(spec.role == KvRole::kv_producer),
       is_kv_consumer_(spec.role == KvRole::kv_consumer) {}
 
-void MooncakeConnectorWorker::log(const std::string& text) {
-    if (env_.log != nullptr) env_.log->emit("p2p", text);
+EventBuilder MooncakeConnectorWorker::log(std::string format, const char* action, const std::string& req_id) {
+    EventBuilder event(env_.log, EventCategory::p2p, std::move(format));
+    event.text("action", action).request(req_id);
+    return event;
+}
+
+// "pull R failed: blocks invalid", "pull R failed|ok: notify-only, [not ]reported".
+void MooncakeConnectorWorker::log_pull_result(const std::string& req_id, bool ok, bool notify_only, bool reported) {
+    std::string format = ok ? "pull {request} ok: " : "pull {request} failed: ";
+    format += notify_only ? (reported ? "notify-only, reported" : "notify-only, not reported") : "blocks invalid";
+    log(std::move(format), "pull_result", req_id)
+        .text("outcome", ok ? "ok" : "failed")
+        .flag("notify_only", notify_only)
+        .flag("reported", reported);
 }
 
 // MooncakeConnector.start_load_kv -> MooncakeConnectorWorker.start_load_kv @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
@@ -33,8 +45,12 @@ void MooncakeConnectorWorker::start_load_kv(int step, const MooncakeConnectorMet
         const bool failed = env_.faults != nullptr && env_.faults->take_load_failure(pull.req_id);
         const int delay = env_.draw_load_delay();
         pulls_.push_back({pull.req_id, pull.local_block_ids, step + delay, failed});
-        log(fmt::format("pull {} {} answers at step {}{}", pull.req_id, format_groups(pull.local_block_ids),
-                        step + delay, failed ? " (load_fail)" : ""));
+        log(failed ? "pull {request} {blocks} answers at step {answer_step} (load_fail)"
+                   : "pull {request} {blocks} answers at step {answer_step}",
+            "pull", pull.req_id)
+            .block_groups("blocks", pull.local_block_ids)
+            .integer("answer_step", step + delay)
+            .flag("load_fail", failed);
     }
 }
 
@@ -47,7 +63,7 @@ void MooncakeConnectorWorker::record_send_reqs(int step, const MooncakeConnector
             if (it == send_slots_.end()) {
                 // KeyError inside the sender-loop coroutine: nobody awaits its future, so the
                 // engine lives on and the rest of this metadata is never recorded.
-                log(fmt::format("record_send_reqs: KeyError {} (rest of the metadata dropped)", send.req_id));
+                log("record_send_reqs: KeyError {request} (rest of the metadata dropped)", "send_key_error", send.req_id);
                 return;
             }
             SendSlot& slot = it->second;
@@ -55,7 +71,8 @@ void MooncakeConnectorWorker::record_send_reqs(int step, const MooncakeConnector
             slot.local_block_ids = send.block_ids;
             slot.ready = true;
             slot.pull_step = step + env_.config.pull_delay;
-            log(fmt::format("send {} ready, decode side pulls at step {}", send.req_id, slot.pull_step));
+            log("send {request} ready, decode side pulls at step {pull_step}", "send_ready", send.req_id)
+                .integer("pull_step", slot.pull_step);
         } else if (!send_slots_.contains(send.req_id)) {
             // From update_state_after_alloc: create the (not ready) slot.
             send_slots_[send.req_id] = SendSlot{send.req_id, {}, false, 0};
@@ -67,17 +84,17 @@ void MooncakeConnectorWorker::record_send_reqs(int step, const MooncakeConnector
         if (it == send_slots_.end()) {
             // `self.reqs_need_send.pop(transfer_id)` without a default: KeyError, swallowed
             // by the sender loop as above (e.g. a P request aborted before it was allocated).
-            log(fmt::format("record_send_reqs: KeyError {} (rest of the metadata dropped)", transfer_id));
+            log("record_send_reqs: KeyError {request} (rest of the metadata dropped)", "send_key_error", transfer_id);
             return;
         }
         const bool was_ready = it->second.ready;
         send_slots_.erase(it);
         if (was_ready) {
-            log(fmt::format("record_send_reqs: assert not send_meta.ready.is_set() failed for {} (swallowed)",
-                            transfer_id));
+            log("record_send_reqs: assert not send_meta.ready.is_set() failed for {request} (swallowed)",
+                "send_ready_assert", transfer_id);
             return;
         }
-        log(fmt::format("send slot {} dropped (not processed)", transfer_id));
+        log("send slot {request} dropped (not processed)", "send_dropped", transfer_id);
     }
 }
 
@@ -100,9 +117,9 @@ KVConnectorOutput MooncakeConnectorWorker::get_finished(int step, const std::set
                 if (has_blocks) {
                     for (BlockId b : flatten_blocks(pull.local_block_ids)) out.invalid_block_ids.insert(b);
                     out.finished_recving.insert(pull.req_id);
-                    log(fmt::format("pull {} failed: blocks invalid", pull.req_id));
+                    log_pull_result(pull.req_id, false, false, true);
                 } else {
-                    log(fmt::format("pull {} failed: notify-only, not reported", pull.req_id));
+                    log_pull_result(pull.req_id, false, true, false);
                 }
                 continue;
             }
@@ -113,9 +130,9 @@ KVConnectorOutput MooncakeConnectorWorker::get_finished(int step, const std::set
                 out.finished_recving.insert(pull.req_id);
             } else if (report_empty_pulls_) {
                 out.finished_recving.insert(pull.req_id);
-                log(fmt::format("pull {} ok: notify-only, reported", pull.req_id));
+                log_pull_result(pull.req_id, true, true, true);
             } else {
-                log(fmt::format("pull {} ok: notify-only, not reported", pull.req_id));
+                log_pull_result(pull.req_id, true, true, false);
             }
         }
         pulls_ = std::move(pending);

@@ -62,7 +62,9 @@ public:
 private:
     void start_load_kv(int step, const MooncakeConnectorMetadata& meta);
     void record_send_reqs(int step, const MooncakeConnectorMetadata& meta);
-    void log(const std::string& text);
+    // A `p2p` event (appended when the statement ends; dropped without a log).
+    EventBuilder log(std::string format, const char* action, const std::string& req_id);
+    void log_pull_result(const std::string& req_id, bool ok, bool notify_only, bool reported);
 
     ConnectorSpec spec_;
     WorkerEnv& env_;

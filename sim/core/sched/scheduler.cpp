@@ -55,8 +55,13 @@ void Scheduler::set_status(Request& req, RequestStatus status) {
 void Scheduler::add_request(std::unique_ptr<Request> req) {
     model_check(!requests_.contains(req->id()), "duplicate request id");
     const std::string id = req->id();
-    log_.emitf("arrive", "{} prompt={} max_tokens={}{}", id, req->num_prompt_tokens(), req->max_tokens(),
-               req->kv_transfer_params.do_remote_prefill ? " remote_prefill" : "");
+    const bool remote_prefill = req->kv_transfer_params.do_remote_prefill;
+    log_.event(EventCategory::arrive, remote_prefill ? "{request} prompt={prompt} max_tokens={max_tokens} remote_prefill"
+                                                     : "{request} prompt={prompt} max_tokens={max_tokens}")
+        .request(id)
+        .integer("prompt", req->num_prompt_tokens())
+        .integer("max_tokens", req->max_tokens())
+        .flag("remote_prefill", remote_prefill);
     transitions_.push_back({id, std::nullopt, req->status});
     waiting_.push_back(id);  // no blocked status at arrival in this model
     requests_[id] = std::move(req);
@@ -89,7 +94,7 @@ SchedulerOutput Scheduler::schedule(int step) {
     if (connector_ != nullptr) {
         out.kv_connector_metadata = connector_->build_connector_meta(out);
         if (out.kv_connector_metadata)
-            for (const auto& line : out.kv_connector_metadata->describe()) log_.emit("meta", line);
+            for (LogEvent& event : out.kv_connector_metadata->log_events()) log_.append(std::move(event));
     }
     out.kv_connector_block_state.reset();  // workers never see it
     update_after_schedule(out);
@@ -124,7 +129,7 @@ void Scheduler::schedule_running(StepState& st) {
         }
         if (!new_blocks) break;  // the request preempted itself
         st.scheduled_running.push_back(req.id());
-        if (!new_blocks->empty()) log_.emitf("alloc", "{} +{}", req.id(), format_blocks(*new_blocks));
+        if (!new_blocks->empty()) log_alloc(req.id(), *new_blocks);
         st.req_to_new_blocks[req.id()] = std::move(*new_blocks);
         st.num_scheduled_tokens[req.id()] = num_new;
         st.token_budget -= num_new;
@@ -136,7 +141,7 @@ void Scheduler::schedule_running(StepState& st) {
 void Scheduler::preempt_request(Request& req) {
     if (req.status != RequestStatus::running)
         throw UpstreamAssertion("preempt_not_running", std::string(kSchedulerPy) + " Scheduler._preempt_request",
-                                "Only running requests can be preempted");
+                                "Only running requests can be preempted", req.id());
     const auto blocks = kv_cache_manager_.get_block_ids(req.id());
     kv_cache_manager_.free(req);
     inflight_prefills_.erase(req.id());
@@ -145,7 +150,7 @@ void Scheduler::preempt_request(Request& req) {
     req.num_preemptions += 1;
     waiting_.push_front(req.id());
     reset_preempted_req_ids_.insert(req.id());
-    log_.emitf("preempt", "{} freed={}", req.id(), format_blocks(blocks));
+    log_.event(EventCategory::preempt, "{request} freed={blocks}").request(req.id()).blocks("blocks", blocks);
 }
 
 // Scheduler._try_promote_blocked_waiting_request @ 003df2961dd8830c317a61f9745ccd557da9fa06
@@ -154,7 +159,10 @@ bool Scheduler::try_promote_blocked_waiting_request(Request& req) {
     if (!finished_recving_kv_req_ids_.contains(req.id())) return false;
     update_waiting_for_remote_kv(req);
     set_status(req, req.num_preemptions > 0 ? RequestStatus::preempted : RequestStatus::waiting);
-    log_.emitf("promote", "{} computed={} status={}", req.id(), req.num_computed_tokens, to_string(req.status));
+    log_.event(EventCategory::promote, "{request} computed={computed} status={status}")
+        .request(req.id())
+        .integer("computed", req.num_computed_tokens)
+        .status("status", to_string(req.status));
     return true;
 }
 
@@ -198,6 +206,99 @@ KVCacheBlocks Scheduler::blocks_of(const std::string& req_id) const {
     return blocks;
 }
 
+// Scheduler.schedule, waiting phase @ 003df2961dd8830c317a61f9745ccd557da9fa06: the prefix this request already has,
+// locally (prefix cache) and externally (the connector); nullopt while the connector's lookup is pending.
+std::optional<Scheduler::WaitingMatch> Scheduler::match_waiting_prefix(Request& req) {
+    WaitingMatch m;
+    if (req.num_computed_tokens != 0) {
+        m.num_computed = req.num_computed_tokens;
+        return m;
+    }
+    const ComputedBlocks local = kv_cache_manager_.get_computed_blocks(req);
+    m.hits = local.blocks;
+    m.num_local = local.num_tokens;
+    if (connector_ != nullptr) {
+        // Full-attention hits are whole blocks, so the block-aligned part of the local hit
+        // is all of it and the sub-block tail reconciliation never applies.
+        const MatchResult match = connector_->get_num_new_matched_tokens(req, m.num_local);
+        if (!match.num_tokens) {
+            log_.event(EventCategory::lookup, "{request} pending").request(req.id());
+            return std::nullopt;
+        }
+        m.num_external = *match.num_tokens;
+        m.load_async = match.load_async;
+        if (m.num_external > 0)
+            log_.event(EventCategory::lookup, m.load_async ? "{request} local={local} external={external} async"
+                                                           : "{request} local={local} external={external}")
+                .request(req.id())
+                .integer("local", m.num_local)
+                .integer("external", m.num_external)
+                .flag("async", m.load_async);
+    }
+    m.num_computed = m.num_local + m.num_external;
+    model_check(m.num_computed <= req.num_tokens(), "computed tokens exceed the request");
+    return m;
+}
+
+// Scheduler.schedule, waiting phase @ 003df2961dd8830c317a61f9745ccd557da9fa06: the tokens to compute this step (none
+// for an async load); nullopt when the whole prompt must fit and does not (stop the phase).
+std::optional<int> Scheduler::num_new_waiting_tokens(const Request& req, const WaitingMatch& m,
+                                                     const StepState& st) const {
+    if (m.load_async) {
+        if (m.num_external <= 0)
+            throw UpstreamAssertion("async_load_without_tokens", std::string(kSchedulerPy) + " Scheduler.schedule",
+                                    "assert num_external_computed_tokens > 0");
+        return 0;
+    }
+    int num_new = req.num_tokens() - m.num_computed;
+    if (config_.long_prefill_threshold > 0 && num_new > config_.long_prefill_threshold)
+        num_new = config_.long_prefill_threshold;
+    if (!config_.chunked_prefill && num_new > st.token_budget) return std::nullopt;
+    num_new = std::min(num_new, st.token_budget);
+    if (num_new <= 0)
+        throw UpstreamAssertion("no_new_tokens", std::string(kSchedulerPy) + " Scheduler.schedule",
+                                "assert num_new_tokens > 0");
+    return num_new;
+}
+
+// Scheduler.schedule, waiting phase @ 003df2961dd8830c317a61f9745ccd557da9fa06: an async load parks the request in
+// WAITING_FOR_REMOTE_KVS, skipped this step.
+void Scheduler::park_for_remote_kvs(Request& req, const WaitingMatch& m) {
+    set_status(req, RequestStatus::waiting_for_remote_kvs);
+    req.num_computed_tokens = m.num_computed;
+    inflight_prefills_.insert(req.id());
+    log_.event(EventCategory::park, "{request} blocks={blocks} local={local} external={external}")
+        .request(req.id())
+        .blocks("blocks", kv_cache_manager_.get_block_ids(req.id()))
+        .integer("local", m.num_local)
+        .integer("external", m.num_external);
+}
+
+// Scheduler.schedule, waiting phase @ 003df2961dd8830c317a61f9745ccd557da9fa06: the request joins running.
+void Scheduler::admit_waiting(StepState& st, Request& req, const WaitingMatch& m, int num_new,
+                              const std::vector<BlockId>& new_blocks) {
+    running_.push_back(req.id());
+    if (req.status == RequestStatus::waiting)
+        st.scheduled_new.push_back(req.id());
+    else if (req.status == RequestStatus::preempted)
+        st.scheduled_resumed.push_back(req.id());
+    else
+        throw UpstreamAssertion("invalid_request_status", std::string(kSchedulerPy) + " Scheduler.schedule",
+                                "RuntimeError: Invalid request status: " + std::string(to_string(req.status)),
+                                req.id());
+    st.req_to_new_blocks[req.id()] = kv_cache_manager_.get_block_ids(req.id());
+    st.num_scheduled_tokens[req.id()] = num_new;
+    st.token_budget -= num_new;
+    set_status(req, RequestStatus::running);
+    req.num_computed_tokens = m.num_computed;
+    if (m.num_computed + num_new < req.num_tokens()) inflight_prefills_.insert(req.id());
+    if (!new_blocks.empty()) log_alloc(req.id(), new_blocks);
+}
+
+void Scheduler::log_alloc(const std::string& req_id, const std::vector<BlockId>& new_blocks) {
+    log_.event(EventCategory::alloc, "{request} +{blocks}").request(req_id).blocks("blocks", new_blocks);
+}
+
 // Scheduler.schedule, waiting phase @ 003df2961dd8830c317a61f9745ccd557da9fa06
 void Scheduler::schedule_waiting(StepState& st) {
     std::vector<std::string> step_skipped;  // encounter order; re-queued ahead of older skipped items
@@ -215,88 +316,29 @@ void Scheduler::schedule_waiting(StepState& st) {
             skip(queue);
             continue;
         }
-
-        std::vector<BlockId> hits;
-        int num_local = 0;
-        int num_external = 0;
-        bool load_async = false;
-        int num_computed = 0;
-        if (req.num_computed_tokens == 0) {
-            const ComputedBlocks local = kv_cache_manager_.get_computed_blocks(req);
-            hits = local.blocks;
-            num_local = local.num_tokens;
-            if (connector_ != nullptr) {
-                // Full-attention hits are whole blocks, so the block-aligned part of the local hit
-                // is all of it and the sub-block tail reconciliation never applies.
-                const MatchResult match = connector_->get_num_new_matched_tokens(req, num_local);
-                if (!match.num_tokens) {
-                    log_.emitf("lookup", "{} pending", req.id());
-                    skip(queue);
-                    continue;
-                }
-                num_external = *match.num_tokens;
-                load_async = match.load_async;
-                if (num_external > 0)
-                    log_.emitf("lookup", "{} local={} external={}{}", req.id(), num_local, num_external,
-                               load_async ? " async" : "");
-            }
-            num_computed = num_local + num_external;
-            model_check(num_computed <= req.num_tokens(), "computed tokens exceed the request");
-        } else {
-            num_computed = req.num_computed_tokens;
+        const std::optional<WaitingMatch> match = match_waiting_prefix(req);
+        if (!match) {
+            skip(queue);
+            continue;
         }
-
-        int num_new = 0;
-        if (load_async) {
-            if (num_external <= 0)
-                throw UpstreamAssertion("async_load_without_tokens", std::string(kSchedulerPy) + " Scheduler.schedule",
-                                        "assert num_external_computed_tokens > 0");
-        } else {
-            num_new = req.num_tokens() - num_computed;
-            if (config_.long_prefill_threshold > 0 && num_new > config_.long_prefill_threshold)
-                num_new = config_.long_prefill_threshold;
-            if (!config_.chunked_prefill && num_new > st.token_budget) break;
-            num_new = std::min(num_new, st.token_budget);
-            if (num_new <= 0)
-                throw UpstreamAssertion("no_new_tokens", std::string(kSchedulerPy) + " Scheduler.schedule",
-                                        "assert num_new_tokens > 0");
-        }
+        const std::optional<int> num_new = num_new_waiting_tokens(req, *match, st);
+        if (!num_new) break;
 
         AdmissionLimits limits;
         limits.full_sequence_must_fit = config_.reserve_full_isl;
-        limits.reserved_blocks = load_async ? inflight_prefill_reserved_blocks() : 0;
-        const auto new_blocks = kv_cache_manager_.allocate_slots(req, num_new, num_local, hits, 0, num_external,
-                                                                 load_async, limits);
+        limits.reserved_blocks = match->load_async ? inflight_prefill_reserved_blocks() : 0;
+        const auto new_blocks = kv_cache_manager_.allocate_slots(req, *num_new, match->num_local, match->hits, 0,
+                                                                 match->num_external, match->load_async, limits);
         if (!new_blocks) break;  // stays at the head of its queue
 
-        if (connector_ != nullptr) connector_->update_state_after_alloc(req, blocks_of(req.id()), num_external);
+        if (connector_ != nullptr) connector_->update_state_after_alloc(req, blocks_of(req.id()), match->num_external);
         queue.pop_front();
-
-        if (load_async) {
-            set_status(req, RequestStatus::waiting_for_remote_kvs);
-            req.num_computed_tokens = num_computed;
-            inflight_prefills_.insert(req.id());
+        if (match->load_async) {
+            park_for_remote_kvs(req, *match);
             step_skipped.push_back(req.id());
-            log_.emitf("park", "{} blocks={} local={} external={}", req.id(),
-                       format_blocks(kv_cache_manager_.get_block_ids(req.id())), num_local, num_external);
             continue;
         }
-
-        running_.push_back(req.id());
-        if (req.status == RequestStatus::waiting)
-            st.scheduled_new.push_back(req.id());
-        else if (req.status == RequestStatus::preempted)
-            st.scheduled_resumed.push_back(req.id());
-        else
-            throw UpstreamAssertion("invalid_request_status", std::string(kSchedulerPy) + " Scheduler.schedule",
-                                    "RuntimeError: Invalid request status: " + std::string(to_string(req.status)));
-        st.req_to_new_blocks[req.id()] = kv_cache_manager_.get_block_ids(req.id());
-        st.num_scheduled_tokens[req.id()] = num_new;
-        st.token_budget -= num_new;
-        set_status(req, RequestStatus::running);
-        req.num_computed_tokens = num_computed;
-        if (num_computed + num_new < req.num_tokens()) inflight_prefills_.insert(req.id());
-        if (!new_blocks->empty()) log_.emitf("alloc", "{} +{}", req.id(), format_blocks(*new_blocks));
+        admit_waiting(st, req, *match, *num_new, *new_blocks);
     }
 
     // prepend_requests: this step's skipped keep their order, ahead of older skipped items.
@@ -343,15 +385,18 @@ void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
         out.kv_connector_block_state = std::move(state);
     }
 
-    std::string new_desc, cached_desc;
+    CountList new_tokens, cached_tokens;
     for (const auto& nr : out.scheduled_new_reqs)
-        new_desc += fmt::format("{}{}:{}", new_desc.empty() ? "" : ",", nr.req_id, out.num_scheduled_tokens.at(nr.req_id));
-    for (const auto& id : cached.req_ids)
-        cached_desc += fmt::format("{}{}:{}", cached_desc.empty() ? "" : ",", id, out.num_scheduled_tokens.at(id));
+        new_tokens.emplace_back(nr.req_id, out.num_scheduled_tokens.at(nr.req_id));
+    for (const auto& id : cached.req_ids) cached_tokens.emplace_back(id, out.num_scheduled_tokens.at(id));
     if (out.total_num_scheduled_tokens > 0 || !out.preempted_req_ids.empty() || !out.finished_req_ids.empty())
-        log_.emitf("schedule", "new=[{}] cached=[{}] tokens={} preempted={} free_blocks={}", new_desc, cached_desc,
-                   out.total_num_scheduled_tokens, format_blocks(out.preempted_req_ids),
-                   kv_cache_manager_.block_pool().num_free_blocks());
+        log_.event(EventCategory::schedule,
+                   "new=[{new}] cached=[{cached}] tokens={tokens} preempted={preempted} free_blocks={free_blocks}")
+            .request_counts("new", std::move(new_tokens))
+            .request_counts("cached", std::move(cached_tokens))
+            .integer("tokens", out.total_num_scheduled_tokens)
+            .requests("preempted", out.preempted_req_ids)
+            .integer("free_blocks", kv_cache_manager_.block_pool().num_free_blocks());
 }
 
 // Scheduler._update_after_schedule @ 003df2961dd8830c317a61f9745ccd557da9fa06
@@ -389,7 +434,9 @@ bool Scheduler::rewind_for_invalid_blocks(Request& req, const std::set<BlockId>&
     }
     if (!affected) return false;
     req.num_computed_tokens = rewind ? *rewind : base;
-    log_.emitf("invalid", "{} computed={} (load failed)", req.id(), req.num_computed_tokens);
+    log_.event(EventCategory::invalid, "{request} computed={computed} (load failed)")
+        .request(req.id())
+        .integer("computed", req.num_computed_tokens);
     return true;
 }
 
@@ -435,7 +482,10 @@ void Scheduler::update_from_output(const SchedulerOutput& out, const ModelRunner
             }
         }
         if (!stopped) continue;
-        log_.emitf("finish", "{} {} output={}", id, to_string(req.status), req.num_output_tokens());
+        log_.event(EventCategory::finish, "{request} {status} output={output}")
+            .request(id)
+            .status("status", to_string(req.status))
+            .integer("output", req.num_output_tokens());
         free_request(req, false);
         (before == RequestStatus::running ? stopped_running : stopped_preempted).insert(id);
     }
@@ -453,25 +503,26 @@ void Scheduler::update_from_kv_xfer_finished(const KVConnectorOutput& output) {
     for (const auto& id : output.finished_recving) {
         auto* slot = requests_.find(id);
         if (slot == nullptr)
-            throw UpstreamAssertion("recving_unknown_request", site, "assert req_id in self.requests (" + id + ")");
+            throw UpstreamAssertion("recving_unknown_request", site, "assert req_id in self.requests (" + id + ")", id);
         Request& req = **slot;
         if (req.status == RequestStatus::waiting_for_remote_kvs) {
             finished_recving_kv_req_ids_.insert(id);
-            log_.emitf("recv_done", "{}", id);
+            log_.event(EventCategory::recv_done, "{request}").request(id).flag("delayed_free", false);
         } else {
             if (!is_finished(req.status))
                 throw UpstreamAssertion("recving_not_finished", site,
                                         "assert RequestStatus.is_finished(req.status) (" + id + " is " +
-                                            std::string(to_string(req.status)) + ")");
-            log_.emitf("recv_done", "{} (finished; delayed free)", id);
+                                            std::string(to_string(req.status)) + ")",
+                                        id);
+            log_.event(EventCategory::recv_done, "{request} (finished; delayed free)").request(id).flag("delayed_free", true);
             free_blocks(req);
         }
     }
     for (const auto& id : output.finished_sending) {
         auto* slot = requests_.find(id);
         if (slot == nullptr)
-            throw UpstreamAssertion("sending_unknown_request", site, "assert req_id in self.requests (" + id + ")");
-        log_.emitf("send_done", "{}", id);
+            throw UpstreamAssertion("sending_unknown_request", site, "assert req_id in self.requests (" + id + ")", id);
+        log_.event(EventCategory::send_done, "{request}").request(id);
         free_blocks(**slot);
     }
 }
@@ -490,8 +541,10 @@ void Scheduler::free_request(Request& req, bool delay_free_blocks) {
     }
     finished_req_ids_.insert(req.id());
     if (delay_free_blocks || connector_delay) {
-        log_.emitf("hold", "{} blocks={} ({})", req.id(), format_blocks(kv_cache_manager_.get_block_ids(req.id())),
-                   delay_free_blocks ? "load in flight" : "connector delays free");
+        log_.event(EventCategory::hold, "{request} blocks={blocks} ({reason})")
+            .request(req.id())
+            .blocks("blocks", kv_cache_manager_.get_block_ids(req.id()))
+            .text("reason", delay_free_blocks ? "load in flight" : "connector delays free");
         return;
     }
     free_blocks(req);
@@ -501,10 +554,10 @@ void Scheduler::free_request(Request& req, bool delay_free_blocks) {
 void Scheduler::free_blocks(Request& req) {
     if (!is_finished(req.status))
         throw UpstreamAssertion("free_blocks_not_finished", std::string(kSchedulerPy) + " Scheduler._free_blocks",
-                                "assert request.is_finished()");
+                                "assert request.is_finished()", req.id());
     const auto blocks = kv_cache_manager_.get_block_ids(req.id());
     kv_cache_manager_.free(req);
-    log_.emitf("free", "{} {}", req.id(), format_blocks(blocks));
+    log_.event(EventCategory::free, "{request} {blocks}").request(req.id()).blocks("blocks", blocks);
     const std::string id = req.id();
     transitions_.push_back({id, req.status, std::nullopt});
     requests_.erase(id);
@@ -527,7 +580,9 @@ std::vector<std::string> Scheduler::finish_requests(const std::vector<std::strin
     for (const auto& id : request_ids) {
         auto* slot = requests_.find(id);
         if (slot == nullptr || is_finished((*slot)->status)) {
-            log_.emitf("abort", "{} ignored ({})", id, slot == nullptr ? "gone" : "already finished");
+            log_.event(EventCategory::abort, "{request} ignored ({reason})")
+                .request(id)
+                .text("reason", slot == nullptr ? "gone" : "already finished");
             continue;
         }
         valid.push_back(slot->get());
@@ -545,7 +600,7 @@ std::vector<std::string> Scheduler::finish_requests(const std::vector<std::strin
             finished_recving_kv_req_ids_.erase(req->id());
             failed_recving_kv_req_ids_.erase(req->id());
         }
-        log_.emitf("abort", "{} from {}", req->id(), to_string(req->status));
+        log_.event(EventCategory::abort, "{request} from {status}").request(req->id()).status("status", to_string(req->status));
         set_status(*req, status);
         finished.push_back(req->id());
         free_request(*req, delay);

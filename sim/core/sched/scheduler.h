@@ -65,6 +65,22 @@ private:
 
     void schedule_running(StepState& st);
     void schedule_waiting(StepState& st);
+    // The waiting phase's prefix match for one request: local hit blocks and tokens, the
+    // connector's external tokens and whether they load asynchronously.
+    struct WaitingMatch {
+        std::vector<BlockId> hits;
+        int num_local = 0;
+        int num_external = 0;
+        bool load_async = false;
+        int num_computed = 0;
+    };
+    std::optional<WaitingMatch> match_waiting_prefix(Request& request);
+    std::optional<int> num_new_waiting_tokens(const Request& request, const WaitingMatch& match,
+                                              const StepState& st) const;
+    void park_for_remote_kvs(Request& request, const WaitingMatch& match);
+    void admit_waiting(StepState& st, Request& request, const WaitingMatch& match, int num_new,
+                       const std::vector<BlockId>& new_blocks);
+    void log_alloc(const std::string& req_id, const std::vector<BlockId>& new_blocks);
     void build_output(StepState& st, SchedulerOutput& out);
     void update_after_schedule(const SchedulerOutput& out);
 

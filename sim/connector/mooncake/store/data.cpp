@@ -51,3 +51,40 @@ std::optional<ReqMeta> ReqMeta::from_request_tracker(RequestTracker& tracker, in
 }
 
 }  // namespace kvsim
+
+namespace kvsim {
+
+std::vector<LogEvent> StoreMetadata::log_events() const {
+    std::vector<LogEvent> events;
+    for (const ReqMeta& m : requests) {
+        if (m.can_save) {
+            EventBuilder e = make_event(EventCategory::meta, m.store_job_id
+                                                                 ? "store save {request} tokens=[{token_start},{token_end}) blocks={blocks:+} job={job}"
+                                                                 : "store save {request} tokens=[{token_start},{token_end}) blocks={blocks:+}");
+            e.text("connector", "store").text("action", "save").request(m.req_id);
+            e.integer("token_start", m.token_ids_start).integer("token_end", m.token_len_chunk);
+            e.block_groups("blocks", m.block_ids);
+            if (m.store_job_id) e.integer("job", *m.store_job_id);
+            events.push_back(e.take());
+        } else if (m.load_spec) {
+            events.push_back(make_event(EventCategory::meta,
+                                        "store load {request} tokens=[{token_start},{token_end}) blocks={blocks:+}")
+                                 .text("connector", "store")
+                                 .text("action", "load")
+                                 .request(m.req_id)
+                                 .integer("token_start", m.load_spec->vllm_cached_tokens)
+                                 .integer("token_end", m.load_spec->kvpool_cached_tokens)
+                                 .block_groups("blocks", m.block_ids)
+                                 .take());
+        } else {
+            events.push_back(make_event(EventCategory::meta, "store noop {request}")
+                                 .text("connector", "store")
+                                 .text("action", "noop")
+                                 .request(m.req_id)
+                                 .take());
+        }
+    }
+    return events;
+}
+
+}  // namespace kvsim

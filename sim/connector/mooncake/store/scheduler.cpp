@@ -101,14 +101,29 @@ void MooncakeStoreScheduler::update_state_after_alloc(Request& request, const KV
         throw UpstreamAssertion("store_load_token_mismatch", site("update_state_after_alloc"),
                                 fmt::format("Mismatch in number of tokens: {} vs {} - {} for request {}",
                                             num_external_tokens, load_spec.kvpool_cached_tokens,
-                                            load_spec.vllm_cached_tokens, request.id()));
+                                            load_spec.vllm_cached_tokens, request.id()),
+                                request.id());
     load_spec.can_load = true;
 }
 
 std::shared_ptr<const ConnectorMetadata> MooncakeStoreScheduler::build_connector_meta(const SchedulerOutput& output) {
-    const bool is_consumer = spec_.role == KvRole::kv_consumer;
-    const bool can_process_cached = !is_consumer || spec_.save_decode_cache;
+    forget_finished_and_preempted(output);
 
+    auto meta = std::make_shared<StoreMetadata>();
+    meta->unfinished_request_ids = unfinished_request_ids_;
+    meta->preempted_req_ids = output.preempted_req_ids;
+
+    add_new_requests(*meta, output);
+    if (spec_.role != KvRole::kv_consumer || spec_.save_decode_cache) add_cached_requests(*meta, output);
+    add_pending_load_requests(*meta, output);
+
+    apply_current_save_block_ids(*meta, output);
+    if (variant_.save_block_refs == SaveBlockRefs::store_job_pins) reference_save_blocks(*meta);
+    return meta;
+}
+
+// MooncakeStoreScheduler.build_connector_meta @ a83dffb9ea007219cd877492e020ec6bee45c6a3: finished and preempted requests first.
+void MooncakeStoreScheduler::forget_finished_and_preempted(const SchedulerOutput& output) {
     for (const auto& id : output.finished_req_ids) {
         pending_lookups_.erase(id);  // client.discard
         load_specs_.erase(id);
@@ -121,87 +136,104 @@ std::shared_ptr<const ConnectorMetadata> MooncakeStoreScheduler::build_connector
         if (auto it = request_trackers_.find(id); it != request_trackers_.end()) it->second.reset();
         unfinished_requests_.erase(id);
     }
+}
 
-    auto meta = std::make_shared<StoreMetadata>();
-    meta->unfinished_request_ids = unfinished_request_ids_;
-    meta->preempted_req_ids = output.preempted_req_ids;
-
-    // New requests (model runner v2 also folds resumed requests in here, with
-    // prefill_token_ids = all tokens: the prefill range is the request's whole length).
+// MooncakeStoreScheduler.build_connector_meta @ a83dffb9ea007219cd877492e020ec6bee45c6a3: new requests (model runner v2
+// also folds resumed requests in here, with prefill_token_ids = all tokens: the prefill range is
+// the request's whole length).
+void MooncakeStoreScheduler::add_new_requests(StoreMetadata& meta, const SchedulerOutput& output) {
+    const bool is_consumer = spec_.role == KvRole::kv_consumer;
     for (const auto& nr : output.scheduled_new_reqs) {
         auto load_spec = pop(load_specs_, nr.req_id);
         const int num_tokens_to_compute = nr.num_computed_tokens + output.num_scheduled_tokens.at(nr.req_id);
         const UnfinishedEntry* entry = unfinished_requests_.find(nr.req_id);
         if (entry == nullptr)
             throw UpstreamAssertion("store_new_request_untracked", site("build_connector_meta"),
-                                    "assert request.req_id in self._unfinished_requests (" + nr.req_id + ")");
+                                    "assert request.req_id in self._unfinished_requests (" + nr.req_id + ")",
+                                    nr.req_id);
         const Request& request = *entry->request;
         RequestTracker& tracker = request_trackers_[nr.req_id];
         tracker = RequestTracker{nr.req_id, num_tokens_to_compute, GroupBlockIds{nr.block_ids}, 0, false,
                                  request.num_tokens()};
-        add_request(*meta, ReqMeta::from_request_tracker(tracker, block_size_, load_spec, is_consumer,
-                                                         request.block_hashes()));
+        add_request(meta, ReqMeta::from_request_tracker(tracker, block_size_, load_spec, is_consumer,
+                                                        request.block_hashes()));
     }
+}
 
-    // Cached requests: running, or (model runner v1) resumed from preemption.
+// MooncakeStoreScheduler.build_connector_meta @ a83dffb9ea007219cd877492e020ec6bee45c6a3: cached requests, running or
+// (model runner v1) resumed from preemption.
+void MooncakeStoreScheduler::add_cached_requests(StoreMetadata& meta, const SchedulerOutput& output) {
     const CachedRequestData& cached = output.scheduled_cached_reqs;
-    if (can_process_cached) {
-        for (std::size_t i = 0; i < cached.size(); ++i) {
-            const std::string& req_id = cached.req_ids[i];
-            std::optional<GroupBlockIds> new_block_ids;
-            if (cached.new_block_ids[i]) new_block_ids = GroupBlockIds{*cached.new_block_ids[i]};
-
-            if (cached.resumed_req_ids.contains(req_id)) {
-                if (!new_block_ids) continue;
-                auto load_spec = pop(load_specs_, req_id);
-                const UnfinishedEntry* entry = unfinished_requests_.find(req_id);
-                if (entry == nullptr)
-                    throw UpstreamAssertion("store_resumed_request_untracked", site("build_connector_meta"),
-                                            "TypeError: 'NoneType' object is not subscriptable (resumed request " +
-                                                req_id + " is not in _unfinished_requests)");
-                const Request& request = *entry->request;
-                RequestTracker& tracker = request_trackers_[req_id];
-                tracker = RequestTracker{req_id,
-                                         request.num_computed_tokens + output.num_scheduled_tokens.at(req_id),
-                                         *new_block_ids,
-                                         0,
-                                         false,
-                                         request.num_tokens()};
-                add_request(*meta, ReqMeta::from_request_tracker(tracker, block_size_, load_spec, is_consumer,
-                                                                 request.block_hashes()));
-                continue;
-            }
-
-            auto tracker_it = request_trackers_.find(req_id);
-            if (tracker_it == request_trackers_.end())
-                throw UpstreamAssertion("store_tracker_missing", site("build_connector_meta"),
-                                        fmt::format("KeyError: '{}'", req_id));
-            RequestTracker& tracker = tracker_it->second;
-            // The count before this step, so the step that completes the prompt is still prefill.
-            const bool is_decode = cached.num_computed_tokens[i] >= tracker.prefill_end_tokens;
-            if (is_decode && !spec_.save_decode_cache) continue;
-
-            const int num_new_tokens = output.num_scheduled_tokens.at(req_id);
-            const UnfinishedEntry* entry = unfinished_requests_.find(req_id);
-            if (entry == nullptr)
-                throw UpstreamAssertion("store_request_not_unfinished", site("build_connector_meta"),
-                                        fmt::format("ValueError: Request {} is not in _unfinished_requests", req_id));
-            const Request& request = *entry->request;
-            // all_token_ids[token_len : token_len + scheduled]: spec-decode drafts are not in it yet.
-            const int end = std::min(tracker.token_len + num_new_tokens, request.num_tokens());
-            tracker.token_len += std::max(end - tracker.token_len, 0);
-            // A block is usually allocated before the step that fills it.
-            if (new_block_ids) tracker.update(*new_block_ids);
-            if (is_consumer && !is_decode) continue;
-            add_request(*meta, ReqMeta::from_request_tracker(tracker, block_size_, std::nullopt, false,
-                                                             request.block_hashes()));
+    for (std::size_t i = 0; i < cached.size(); ++i) {
+        const std::string& req_id = cached.req_ids[i];
+        std::optional<GroupBlockIds> new_block_ids;
+        if (cached.new_block_ids[i]) new_block_ids = GroupBlockIds{*cached.new_block_ids[i]};
+        if (cached.resumed_req_ids.contains(req_id)) {
+            if (new_block_ids) add_resumed_request(meta, output, req_id, *new_block_ids);
+            continue;
         }
+        add_running_request(meta, output, i, new_block_ids);
     }
+}
 
-    // Requests with pending load specs, scheduled neither as new nor as cached.
+// MooncakeStoreScheduler.build_connector_meta @ a83dffb9ea007219cd877492e020ec6bee45c6a3: a request resumed from preemption.
+void MooncakeStoreScheduler::add_resumed_request(StoreMetadata& meta, const SchedulerOutput& output,
+                                                 const std::string& req_id, const GroupBlockIds& new_block_ids) {
+    auto load_spec = pop(load_specs_, req_id);
+    const UnfinishedEntry* entry = unfinished_requests_.find(req_id);
+    if (entry == nullptr)
+        throw UpstreamAssertion("store_resumed_request_untracked", site("build_connector_meta"),
+                                "TypeError: 'NoneType' object is not subscriptable (resumed request " + req_id +
+                                    " is not in _unfinished_requests)",
+                                req_id);
+    const Request& request = *entry->request;
+    RequestTracker& tracker = request_trackers_[req_id];
+    tracker = RequestTracker{req_id,
+                             request.num_computed_tokens + output.num_scheduled_tokens.at(req_id),
+                             new_block_ids,
+                             0,
+                             false,
+                             request.num_tokens()};
+    add_request(meta, ReqMeta::from_request_tracker(tracker, block_size_, load_spec,
+                                                    spec_.role == KvRole::kv_consumer, request.block_hashes()));
+}
+
+// MooncakeStoreScheduler.build_connector_meta @ a83dffb9ea007219cd877492e020ec6bee45c6a3: a running request, the `i`th cached one.
+void MooncakeStoreScheduler::add_running_request(StoreMetadata& meta, const SchedulerOutput& output, std::size_t i,
+                                                 const std::optional<GroupBlockIds>& new_block_ids) {
+    const CachedRequestData& cached = output.scheduled_cached_reqs;
+    const std::string& req_id = cached.req_ids[i];
+    auto tracker_it = request_trackers_.find(req_id);
+    if (tracker_it == request_trackers_.end())
+        throw UpstreamAssertion("store_tracker_missing", site("build_connector_meta"),
+                                fmt::format("KeyError: '{}'", req_id), req_id);
+    RequestTracker& tracker = tracker_it->second;
+    // The count before this step, so the step that completes the prompt is still prefill.
+    const bool is_decode = cached.num_computed_tokens[i] >= tracker.prefill_end_tokens;
+    if (is_decode && !spec_.save_decode_cache) return;
+
+    const int num_new_tokens = output.num_scheduled_tokens.at(req_id);
+    const UnfinishedEntry* entry = unfinished_requests_.find(req_id);
+    if (entry == nullptr)
+        throw UpstreamAssertion("store_request_not_unfinished", site("build_connector_meta"),
+                                fmt::format("ValueError: Request {} is not in _unfinished_requests", req_id), req_id);
+    const Request& request = *entry->request;
+    // all_token_ids[token_len : token_len + scheduled]: spec-decode drafts are not in it yet.
+    const int end = std::min(tracker.token_len + num_new_tokens, request.num_tokens());
+    tracker.token_len += std::max(end - tracker.token_len, 0);
+    // A block is usually allocated before the step that fills it.
+    if (new_block_ids) tracker.update(*new_block_ids);
+    if (spec_.role == KvRole::kv_consumer && !is_decode) return;
+    add_request(meta, ReqMeta::from_request_tracker(tracker, block_size_, std::nullopt, false, request.block_hashes()));
+}
+
+// MooncakeStoreScheduler.build_connector_meta @ a83dffb9ea007219cd877492e020ec6bee45c6a3: requests with pending load
+// specs, scheduled neither as new nor as cached.
+void MooncakeStoreScheduler::add_pending_load_requests(StoreMetadata& meta, const SchedulerOutput& output) {
+    const bool is_consumer = spec_.role == KvRole::kv_consumer;
     std::set<std::string> scheduled;
     for (const auto& nr : output.scheduled_new_reqs) scheduled.insert(nr.req_id);
-    scheduled.insert(cached.req_ids.begin(), cached.req_ids.end());
+    scheduled.insert(output.scheduled_cached_reqs.req_ids.begin(), output.scheduled_cached_reqs.req_ids.end());
     for (const auto& [req_id, entry] : unfinished_requests_) {
         if (scheduled.contains(req_id)) continue;
         auto load_spec = pop(load_specs_, req_id);
@@ -213,13 +245,9 @@ std::shared_ptr<const ConnectorMetadata> MooncakeStoreScheduler::build_connector
         // Upstream passes skip_save=None here; seed 000's rejected fix passes is_consumer.
         const std::optional<bool> skip_save =
             variant_.pending_skip_save == PendingSkipSave::is_consumer ? std::optional<bool>(is_consumer) : std::nullopt;
-        add_request(*meta, ReqMeta::from_request_tracker(tracker, block_size_, load_spec, skip_save,
-                                                         entry.request->block_hashes()));
+        add_request(meta, ReqMeta::from_request_tracker(tracker, block_size_, load_spec, skip_save,
+                                                        entry.request->block_hashes()));
     }
-
-    apply_current_save_block_ids(*meta, output);
-    if (variant_.save_block_refs == SaveBlockRefs::store_job_pins) reference_save_blocks(*meta);
-    return meta;
 }
 
 void MooncakeStoreScheduler::apply_current_save_block_ids(StoreMetadata& meta, const SchedulerOutput& output) {
@@ -238,7 +266,7 @@ void MooncakeStoreScheduler::apply_current_save_block_ids(StoreMetadata& meta, c
             const std::vector<BlockId>* ids = block_state->get_block_ids(m.req_id);
             if (ids == nullptr)
                 throw UpstreamAssertion("missing_current_block_table", site("_apply_current_save_block_ids"),
-                                        "Missing current block table for store request " + m.req_id);
+                                        "Missing current block table for store request " + m.req_id, m.req_id);
             m.block_ids = GroupBlockIds{*ids};
         }
         return;
@@ -259,8 +287,9 @@ void MooncakeStoreScheduler::apply_current_save_block_ids(StoreMetadata& meta, c
             continue;
         }
         if (warned_stale_saves_.insert(m.req_id).second)
-            log_.emitf("warn", "Missing current block table for store request {}; skipping its save this step",
-                       m.req_id);
+            log_.event(EventCategory::warn,
+                       "Missing current block table for store request {request}; skipping its save this step")
+                .request(m.req_id);
         if (auto it = request_trackers_.find(m.req_id); it != request_trackers_.end())
             it->second.num_saved_tokens = m.token_ids_start;
     }

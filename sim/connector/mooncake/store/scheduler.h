@@ -86,6 +86,15 @@ public:
     void set_unfinished_for_test(const Request& request, GroupBlockIds block_ids);
 
 private:
+    // The parts of build_connector_meta, in upstream's order.
+    void forget_finished_and_preempted(const SchedulerOutput& output);
+    void add_new_requests(StoreMetadata& meta, const SchedulerOutput& output);
+    void add_cached_requests(StoreMetadata& meta, const SchedulerOutput& output);
+    void add_resumed_request(StoreMetadata& meta, const SchedulerOutput& output, const std::string& req_id,
+                             const GroupBlockIds& new_block_ids);
+    void add_running_request(StoreMetadata& meta, const SchedulerOutput& output, std::size_t i,
+                             const std::optional<GroupBlockIds>& new_block_ids);
+    void add_pending_load_requests(StoreMetadata& meta, const SchedulerOutput& output);
     // MooncakeStoreScheduler._apply_current_save_block_ids @ a83dffb9ea007219cd877492e020ec6bee45c6a3 (+ #55066 per stale_save)
     void apply_current_save_block_ids(StoreMetadata& meta, const SchedulerOutput& output);
     // MooncakeStoreScheduler._reference_save_blocks @ a83dffb9ea007219cd877492e020ec6bee45c6a3

@@ -57,8 +57,12 @@ void MooncakeStoreWorker::execute(int step, const SchedulerOutput& output) {
         const bool failed = env_.faults != nullptr && env_.faults->take_load_failure(m.req_id);
         if (failed) sync_load_errors_.insert(blocks.begin(), blocks.end());
         if (env_.log)
-            env_.log->emitf("load", "store {} blocks={} sync {}", m.req_id, format_blocks(blocks),
-                            failed ? "failed" : "ok");
+            env_.log->event(EventCategory::load, "store {request} blocks={blocks} sync {outcome}")
+                .text("connector", "store")
+                .request(m.req_id)
+                .blocks("blocks", blocks)
+                .flag("async", false)
+                .text("outcome", failed ? "failed" : "ok");
     }
 
     for (const ReqMeta& m : meta->requests) {
@@ -73,8 +77,11 @@ void MooncakeStoreWorker::execute(int step, const SchedulerOutput& output) {
         if (env_.observer) env_.observer->save_emitted(job);
         if (!can_put_) {
             if (env_.log)
-                env_.log->emitf("store", "skip job={} {} (kv_consumer without save_decode_cache has no send thread)",
-                                job.job_id, job.req_id);
+                env_.log->event(EventCategory::store,
+                                "skip job={job} {request} (kv_consumer without save_decode_cache has no send thread)")
+                    .text("action", "skip")
+                    .integer("job", job.job_id)
+                    .request(job.req_id);
             continue;
         }
         InflightSave save{std::move(job), {}};
@@ -113,8 +120,12 @@ void MooncakeStoreWorker::complete_saves(int step, KVConnectorOutput& out) {
                 if (auto s = stored.find(job.req_id); s != stored.end()) --s->second;  // dec_stored_request
             }
             if (env_.log)
-                env_.log->emitf("store", "copy job={} {} rank={} {}", job.job_id, job.req_id, copy.rank,
-                                copy.fails ? "failed" : (covered ? "ok" : "failed (no block for its range)"));
+                env_.log->event(EventCategory::store, "copy job={job} {request} rank={rank} {outcome}")
+                    .text("action", "copy")
+                    .integer("job", job.job_id)
+                    .request(job.req_id)
+                    .integer("rank", copy.rank)
+                    .text("outcome", copy.fails ? "failed" : (covered ? "ok" : "failed (no block for its range)"));
         }
         const bool all_reported = std::all_of(save.copies.begin(), save.copies.end(),
                                               [](const RankCopy& c) { return c.reported; });
@@ -128,7 +139,13 @@ void MooncakeStoreWorker::complete_saves(int step, KVConnectorOutput& out) {
             const int first = job.token_start / block_size_;
             const int last = job.token_end / block_size_;
             for (int b = first; b < last; ++b) store_.put(job.block_hashes[static_cast<std::size_t>(b)]);
-            if (env_.log) env_.log->emitf("store", "put job={} {} blocks=[{},{})", job.job_id, job.req_id, first, last);
+            if (env_.log)
+                env_.log->event(EventCategory::store, "put job={job} {request} blocks=[{first_block},{end_block})")
+                    .text("action", "put")
+                    .integer("job", job.job_id)
+                    .request(job.req_id)
+                    .integer("first_block", first)
+                    .integer("end_block", last);
         }
         it = saves_.erase(it);
     }
@@ -146,8 +163,12 @@ void MooncakeStoreWorker::complete_loads(int step, KVConnectorOutput& out) {
         if (failed) out.invalid_block_ids.insert(load.blocks.begin(), load.blocks.end());
         out.finished_recving.insert(load.req_id);  // set_finished_request runs after a failure too
         if (env_.log)
-            env_.log->emitf("load", "store {} blocks={} {}", load.req_id, format_blocks(load.blocks),
-                            failed ? "failed" : "ok");
+            env_.log->event(EventCategory::load, "store {request} blocks={blocks} {outcome}")
+                .text("connector", "store")
+                .request(load.req_id)
+                .blocks("blocks", load.blocks)
+                .flag("async", true)
+                .text("outcome", failed ? "failed" : "ok");
         it = loads_.erase(it);
     }
     out.invalid_block_ids.insert(sync_load_errors_.begin(), sync_load_errors_.end());

@@ -1,0 +1,114 @@
+#include "properties/checkers/finding.h"
+
+#include <fmt/format.h>
+
+namespace kvsim {
+namespace {
+
+// The connector whose upstream file an assertion names; empty for the core.
+std::string connector_of(const UpstreamSite& site) {
+    if (site.file.find("/mooncake/store/") != std::string::npos) return "store";
+    if (site.file.ends_with("/mooncake/mooncake_connector.py")) return "p2p";
+    if (site.file.ends_with("/multi_connector.py")) return "multi";
+    return "";
+}
+
+}  // namespace
+
+std::string_view to_string(FindingKind kind) {
+    switch (kind) {
+        case FindingKind::violation: return "violation";
+        case FindingKind::crash: return "crash";
+        case FindingKind::liveness: return "liveness";
+        case FindingKind::nondeterminism: return "nondeterminism";
+        case FindingKind::internal: return "internal";
+    }
+    return "?";
+}
+
+UpstreamSite parse_upstream_site(std::string_view site) {
+    const auto space = site.find(' ');
+    if (space == std::string_view::npos) return {std::string(site), ""};
+    return {std::string(site.substr(0, space)), std::string(site.substr(space + 1))};
+}
+
+std::string Finding::signature() const {
+    return kind == FindingKind::internal ? std::string() : fmt::format("{}:{}", to_string(kind), id);
+}
+
+std::optional<std::int64_t> Finding::fact(std::string_view key) const {
+    for (const Field& f : facts)
+        if (const auto* v = std::get_if<std::int64_t>(&f.value); f.key == key && v != nullptr) return *v;
+    return std::nullopt;
+}
+
+std::string Finding::fact_text(std::string_view key) const {
+    for (const Field& f : facts)
+        if (const auto* v = std::get_if<std::string>(&f.value); f.key == key && v != nullptr) return *v;
+    return "";
+}
+
+std::string Finding::message() const {
+    switch (kind) {
+        case FindingKind::violation:
+            return fmt::format("step {}: {}", step, describe(Violation{id, request, blocks, detail}));
+        case FindingKind::crash:
+            return fmt::format("step {}: {}{}{}: AssertionError: {}", step, upstream->file,
+                               upstream->function.empty() ? "" : " ", upstream->function, detail);
+        case FindingKind::internal: return fmt::format("step {}: kvsim internal error: {}", step, detail);
+        case FindingKind::liveness:
+            return fmt::format("step limit {} reached: {} request(s) unfinished, {} finished but holding blocks",
+                               fact("max_steps").value_or(0), fact("unfinished").value_or(0), fact("held").value_or(0));
+        case FindingKind::nondeterminism:
+            return fmt::format("two replays disagree: digest {} vs {}", fact_text("first_digest"),
+                               fact_text("second_digest"));
+    }
+    return detail;
+}
+
+Finding violation_finding(const Violation& v, int step) {
+    return {.kind = FindingKind::violation,
+            .id = v.invariant,
+            .step = step,
+            .request = v.request,
+            .connector = v.connector,
+            .job = v.job,
+            .rank = v.rank,
+            .blocks = v.blocks,
+            .tokens = v.tokens,
+            .upstream = std::nullopt,
+            .detail = v.detail,
+            .facts = {}};
+}
+
+Finding crash_finding(const UpstreamCrash& crash) {
+    return {.kind = FindingKind::crash,
+            .id = crash.id,
+            .step = crash.step,
+            .request = crash.request,
+            .connector = connector_of(crash.site),
+            .job = std::nullopt,
+            .rank = std::nullopt,
+            .blocks = {},
+            .tokens = std::nullopt,
+            .upstream = crash.site,
+            .detail = crash.assertion,
+            .facts = {}};
+}
+
+Finding internal_finding(std::string what, int step) {
+    return {.kind = FindingKind::internal,
+            .id = "kvsim_internal_error",
+            .step = step,
+            .request = {},
+            .connector = {},
+            .job = std::nullopt,
+            .rank = std::nullopt,
+            .blocks = {},
+            .tokens = std::nullopt,
+            .upstream = std::nullopt,
+            .detail = std::move(what),
+            .facts = {}};
+}
+
+}  // namespace kvsim
