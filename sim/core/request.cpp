@@ -1,5 +1,7 @@
 #include "sim/core/request.h"
 
+#include "sim/common/model_check.h"
+
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -8,11 +10,7 @@
 namespace kvsim {
 namespace {
 
-// Arguments are formatted only on failure.
-template <class... Args>
-void require(bool ok, fmt::format_string<Args...> what, Args&&... args) {
-    if (!ok) throw std::logic_error("Request: " + fmt::format(what, std::forward<Args>(args)...));
-}
+constexpr ModelCheck require{"Request"};
 
 constexpr std::uint64_t token_word(TokenId t) { return static_cast<std::uint32_t>(t); }
 
