@@ -243,30 +243,11 @@ int drain_bound(const SwarmConfig& c, const std::vector<PlannedRequest>& request
 
 }  // namespace
 
-std::string_view to_string(RoleChoice choice) {
-    switch (choice) {
-        case RoleChoice::any: return "any";
-        case RoleChoice::kv_consumer: return "kv_consumer";
-        case RoleChoice::kv_both: return "kv_both";
-        case RoleChoice::kv_producer: return "kv_producer";
-    }
-    return "?";
-}
+std::string_view to_string(RoleChoice choice) { return enum_name(kRoleChoiceNames, choice); }
 
-std::optional<RoleChoice> parse_role_choice(std::string_view text) {
-    for (RoleChoice c : {RoleChoice::any, RoleChoice::kv_consumer, RoleChoice::kv_both, RoleChoice::kv_producer})
-        if (to_string(c) == text) return c;
-    return std::nullopt;
-}
+std::optional<RoleChoice> parse_role_choice(std::string_view text) { return parse_enum(kRoleChoiceNames, text); }
 
-std::string_view to_string(ArrivalPattern pattern) {
-    switch (pattern) {
-        case ArrivalPattern::burst: return "burst";
-        case ArrivalPattern::steady: return "steady";
-        case ArrivalPattern::random: return "random";
-    }
-    return "?";
-}
+std::string_view to_string(ArrivalPattern pattern) { return enum_name(kArrivalPatternNames, pattern); }
 
 // The draw order is part of the reproduction contract: append new knobs at the end, or the
 // seeds that users keep stop reproducing their traces.

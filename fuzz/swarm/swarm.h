@@ -28,6 +28,12 @@ namespace kvsim {
 
 // The kv_role every generated connector gets: `any` draws one per connector.
 enum class RoleChoice { any, kv_consumer, kv_both, kv_producer };
+inline constexpr EnumNames<RoleChoice, 4> kRoleChoiceNames = {{
+    {RoleChoice::any, "any"},
+    {RoleChoice::kv_consumer, "kv_consumer"},
+    {RoleChoice::kv_both, "kv_both"},
+    {RoleChoice::kv_producer, "kv_producer"},
+}};
 std::string_view to_string(RoleChoice choice);
 std::optional<RoleChoice> parse_role_choice(std::string_view text);
 
@@ -39,6 +45,11 @@ struct SwarmOptions {
 };
 
 enum class ArrivalPattern { burst, steady, random };
+inline constexpr EnumNames<ArrivalPattern, 3> kArrivalPatternNames = {{
+    {ArrivalPattern::burst, "burst"},
+    {ArrivalPattern::steady, "steady"},
+    {ArrivalPattern::random, "random"},
+}};
 std::string_view to_string(ArrivalPattern pattern);
 
 // The per-seed knobs. Percentages are 0..100.

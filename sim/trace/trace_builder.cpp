@@ -18,15 +18,7 @@ std::int64_t cdiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-std::string_view to_string(ConnectorStack stack) {
-    switch (stack) {
-        case ConnectorStack::store: return "store";
-        case ConnectorStack::p2p: return "p2p";
-        case ConnectorStack::store_p2p: return "store+p2p";
-        case ConnectorStack::p2p_store: return "p2p+store";
-    }
-    return "?";
-}
+std::string_view to_string(ConnectorStack stack) { return enum_name(kConnectorStackNames, stack); }
 
 bool has_p2p(ConnectorStack stack) { return stack != ConnectorStack::store; }
 bool has_store(ConnectorStack stack) { return stack != ConnectorStack::p2p; }
@@ -82,16 +74,6 @@ RemoteFlags passable_remote_flags(std::span<const ConnectorSpec> connectors, Rem
     return out;
 }
 
-bool fault_needs_store(FaultKind kind) { return kind != FaultKind::load_fail; }
-
-bool fault_names_request(FaultKind kind) {
-    return kind == FaultKind::load_fail || kind == FaultKind::lookup_pending;
-}
-
-bool fault_names_rank(FaultKind kind) { return kind == FaultKind::store_delay || kind == FaultKind::store_fail; }
-
-bool fault_has_steps(FaultKind kind) { return kind == FaultKind::store_delay || kind == FaultKind::lookup_pending; }
-
 bool connectors_take_fault(std::span<const ConnectorSpec> connectors, FaultKind kind) {
     if (fault_needs_store(kind)) return connector_of(connectors, kConnectorStore) != nullptr;
     return !connectors.empty();
@@ -120,15 +102,7 @@ int min_num_blocks(const Trace& t) {
     return largest + kNullBlocks;
 }
 
-std::string_view to_string(PoolPressure pressure) {
-    switch (pressure) {
-        case PoolPressure::roomy: return "roomy";
-        case PoolPressure::moderate: return "moderate";
-        case PoolPressure::tight: return "tight";
-        case PoolPressure::starved: return "starved";
-    }
-    return "?";
-}
+std::string_view to_string(PoolPressure pressure) { return enum_name(kPoolPressureNames, pressure); }
 
 int num_blocks_for_demands(PoolPressure pressure, std::span<const int> blocks_per_request) {
     int largest = 1;

@@ -20,7 +20,13 @@ namespace kvsim {
 
 // The connector lines, in file order (MultiConnector children in that order).
 enum class ConnectorStack { store, p2p, store_p2p, p2p_store };
-std::string_view to_string(ConnectorStack stack);  // "store", "p2p", "store+p2p", "p2p+store"
+inline constexpr EnumNames<ConnectorStack, 4> kConnectorStackNames = {{
+    {ConnectorStack::store, "store"},
+    {ConnectorStack::p2p, "p2p"},
+    {ConnectorStack::store_p2p, "store+p2p"},
+    {ConnectorStack::p2p_store, "p2p+store"},
+}};
+std::string_view to_string(ConnectorStack stack);
 
 bool has_p2p(ConnectorStack stack);
 bool has_store(ConnectorStack stack);
@@ -58,10 +64,16 @@ RemoteFlags passable_remote_flags(std::span<const ConnectorSpec> connectors, Rem
 
 // ---- faults -------------------------------------------------------------------------------
 
-bool fault_needs_store(FaultKind kind);    // store_delay, store_fail, lookup_pending
-bool fault_names_request(FaultKind kind);  // load_fail, lookup_pending
-bool fault_names_rank(FaultKind kind);     // store_delay, store_fail
-bool fault_has_steps(FaultKind kind);      // store_delay, lookup_pending
+constexpr bool fault_needs_store(FaultKind kind) { return kind != FaultKind::load_fail; }
+constexpr bool fault_names_request(FaultKind kind) {
+    return kind == FaultKind::load_fail || kind == FaultKind::lookup_pending;
+}
+constexpr bool fault_names_rank(FaultKind kind) {
+    return kind == FaultKind::store_delay || kind == FaultKind::store_fail;
+}
+constexpr bool fault_has_steps(FaultKind kind) {
+    return kind == FaultKind::store_delay || kind == FaultKind::lookup_pending;
+}
 // A store fault needs a store connector; load_fail needs any connector.
 bool connectors_take_fault(std::span<const ConnectorSpec> connectors, FaultKind kind);
 
@@ -86,6 +98,12 @@ int min_num_blocks(const Trace& trace);
 
 // How much of the requests' demand the pool holds. Every level fits the largest request alone.
 enum class PoolPressure { roomy, moderate, tight, starved };
+inline constexpr EnumNames<PoolPressure, 4> kPoolPressureNames = {{
+    {PoolPressure::roomy, "roomy"},
+    {PoolPressure::moderate, "moderate"},
+    {PoolPressure::tight, "tight"},
+    {PoolPressure::starved, "starved"},
+}};
 std::string_view to_string(PoolPressure pressure);
 
 // Relative to every request's demand (swarm): roomy holds all at once plus the largest again,

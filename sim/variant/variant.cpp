@@ -131,7 +131,7 @@ std::string joined_names(auto const& items, auto name_of) {
 
 }  // namespace
 
-std::string_view to_string(PresetTag tag) { return tag == PresetTag::clean ? "clean" : "known_broken"; }
+std::string_view to_string(PresetTag tag) { return enum_name(kPresetTagNames, tag); }
 
 std::optional<Variant> resolve_variant(std::string_view name, std::string* error) {
     const auto parts = split_plus(name);

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/common/enum_names.h"
+
 namespace kvsim {
 
 // BlockPool.free_blocks: where freed blocks re-enter the free queue.
@@ -54,6 +56,10 @@ struct Variant {
 // What is known of a preset: whether it runs every property suite cleanly, or carries a
 // defect kvsim reproduces.
 enum class PresetTag { clean, known_broken };
+inline constexpr EnumNames<PresetTag, 2> kPresetTagNames = {{
+    {PresetTag::clean, "clean"},
+    {PresetTag::known_broken, "known_broken"},
+}};
 std::string_view to_string(PresetTag tag);
 
 struct VariantPreset {
