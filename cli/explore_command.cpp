@@ -1,5 +1,7 @@
 // kvsim explore: swarm-style random search (README.md, Exploring; fuzz/swarm/explore.h does the
 // work). Every failing seed is printed with the command that regenerates and reruns exactly that trace.
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -9,13 +11,14 @@
 #include "cli/commands.h"
 #include "fuzz/swarm/explore.h"
 #include "properties/harness/exit_codes.h"
+#include "sim/variant/variant.h"
 
 namespace kvsim::cli {
 
 struct ExploreOptions {
     std::uint64_t seeds = 0;
     std::uint64_t first_seed = 1;
-    std::string variant = "v0.30.0";
+    std::string variant = std::string(default_variant());
     std::string role = "any";
     std::string out_dir;
     std::uint64_t progress = 100;
@@ -80,7 +83,8 @@ Command add_explore_command(CLI::App& app) {
         "explore", "Swarm-style random search: generate one trace per seed, run it, print every failing seed");
     cmd->add_option("--seeds", opts->seeds, "Number of seeds to run")->required()->check(CLI::Range(1, 100'000'000));
     cmd->add_option("--seed", opts->first_seed, "First seed (default 1)");
-    cmd->add_option("--variant", opts->variant, "Upstream variant, e.g. v0.29.0 or v0.29.0+pr55066 (default v0.30.0)");
+    cmd->add_option("--variant", opts->variant,
+                    fmt::format("Upstream variant, e.g. v0.29.0 or v0.29.0+pr55066 (default {})", default_variant()));
     cmd->add_option("--role", opts->role, "kv_role of every connector: any (drawn per connector), kv_consumer, "
                                           "kv_both or kv_producer (default any)");
     cmd->add_option("--out", opts->out_dir,

@@ -11,7 +11,7 @@
 //
 // The variant comes from -kvsim_variant=V on the command line (removed before libFuzzer parses
 // its flags, and exported as KVSIM_FUZZ_VARIANT for fork-mode children) or from the environment
-// variable KVSIM_FUZZ_VARIANT; default v0.30.0. The input's own `run variant=` line is overridden.
+// variable KVSIM_FUZZ_VARIANT; default: the variant table's default preset. The input's own `run variant=` line is overridden.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -30,7 +30,6 @@ extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, st
 
 namespace {
 
-constexpr std::string_view kDefaultVariant = "v0.30.0";
 constexpr std::string_view kVariantFlag = "-kvsim_variant=";
 
 struct Campaign {
@@ -86,7 +85,7 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     }
     if (kept < *argc) (*argv)[kept] = nullptr;
     *argc = kept;
-    if (name.empty()) name = kDefaultVariant;
+    if (name.empty()) name = kvsim::default_variant();
     std::string error;
     auto variant = kvsim::resolve_variant(name, &error);
     if (!variant) {

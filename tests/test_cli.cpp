@@ -92,6 +92,10 @@ TEST_CASE("kvsim variants lists presets and flags - kvsim format lists keys", "[
     for (const char* preset : {"v0.27.1", "v0.29.0", "v0.29.0+003", "v0.29.0+skip_save_is_consumer", "v0.30.0"})
         REQUIRE_THAT(v.out, Catch::Contains(preset));
     REQUIRE_THAT(v.out, Catch::Contains("snapshot_rule") && Catch::Contains("#51358"));
+    // the tag column: clean or known_broken, and which preset is the default
+    REQUIRE_THAT(v.out, Catch::Contains("v0.29.0                        known_broken"));
+    REQUIRE_THAT(v.out, Catch::Contains("v0.30.0                        clean,default"));
+    REQUIRE_THAT(v.out, Catch::Contains("v0.29.0+003                    clean "));
     const auto f = run_kvsim("format");
     REQUIRE(f.exit_code == 0);
     REQUIRE_THAT(f.out, Catch::Contains("block_size") && Catch::Contains("arrive"));

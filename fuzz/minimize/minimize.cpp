@@ -11,20 +11,13 @@
 
 #include "properties/harness/run_trace.h"
 #include "sim/trace/input_error.h"
+#include "sim/trace/trace_builder.h"
 #include "sim/trace/trace_parser.h"
 #include "sim/trace/trace_printer.h"
 #include "sim/trace/trace_schema.h"
 
 namespace kvsim {
 namespace {
-
-bool fault_needs_store(FaultKind kind) {
-    return kind == FaultKind::store_delay || kind == FaultKind::store_fail || kind == FaultKind::lookup_pending;
-}
-
-bool fault_names_request(FaultKind kind) {
-    return kind == FaultKind::load_fail || kind == FaultKind::lookup_pending;
-}
 
 // The events without those flagged in `drop`; an arrive takes every abort and fault naming its
 // request along, so that the references stay valid.
@@ -173,23 +166,16 @@ private:
             if (i >= best_.connectors.size()) continue;
             Trace c = best_;
             c.connectors.erase(c.connectors.begin() + static_cast<std::ptrdiff_t>(i));
-            bool store = false, p2p = false, stand_in = false, p2p_sender = false;
-            for (const auto& spec : c.connectors) {
-                store |= spec.kind == kConnectorStore;
-                stand_in |= spec.kind == kConnectorStandIn;
-                if (spec.kind == kConnectorP2p) {
-                    p2p = true;
-                    p2p_sender |= spec.role != KvRole::kv_consumer;
-                }
-            }
-            if (!store) c.store.clear();
+            if (!std::any_of(c.connectors.begin(), c.connectors.end(),
+                             [](const ConnectorSpec& spec) { return spec.kind == kConnectorStore; }))
+                c.store.clear();
             std::vector<bool> drop(c.events.size(), false);
             for (std::size_t e = 0; e < c.events.size(); ++e) {
                 if (auto* arrive = std::get_if<ArriveEvent>(&c.events[e].body)) {
-                    if (!p2p && !stand_in) arrive->remote_prefill = false;
-                    if (!p2p_sender) arrive->remote_decode = false;
+                    arrive->remote_prefill = arrive->remote_prefill && accepts_remote_prefill(c.connectors);
+                    arrive->remote_decode = arrive->remote_decode && accepts_remote_decode(c.connectors);
                 } else if (const auto* fault = std::get_if<FaultEvent>(&c.events[e].body)) {
-                    drop[e] = (!store && fault_needs_store(fault->kind)) || c.connectors.empty();
+                    drop[e] = !connectors_take_fault(c.connectors, fault->kind);
                 }
             }
             c.events = drop_events(c.events, drop);

@@ -49,18 +49,6 @@ inline const ConnectorSpec* connector_of(const Trace& t, std::string_view kind) 
     return nullptr;
 }
 
-// remote_prefill=on: a stand_in, or a p2p connector that is not only a producer (a kv_producer
-// MooncakeConnector asserts on a do_remote_prefill request: a deployment error, not a finding).
-inline bool allows_remote_prefill(const Trace& t) {
-    const ConnectorSpec* p2p = connector_of(t, "p2p");
-    return has_connector(t, "stand_in") || (p2p != nullptr && p2p->role != KvRole::kv_producer);
-}
-
-inline bool allows_remote_decode(const Trace& t) {
-    const ConnectorSpec* p2p = connector_of(t, "p2p");
-    return p2p != nullptr && p2p->role != KvRole::kv_consumer;
-}
-
 // The first name PREFIX<k> (k = 0, 1, ...) that `taken` rejects not.
 template <class Taken>
 std::string fresh_name(std::string_view prefix, Taken taken) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fuzz/mutator/mutator_util.h"
+#include "sim/trace/trace_builder.h"
 #include "sim/trace/trace_printer.h"
 #include "sim/trace/trace_schema.h"
 
@@ -18,16 +19,6 @@ namespace {
 
 using detail::between;
 using detail::pick;
-
-constexpr std::array kMutations = {
-    Mutation::add_request,      Mutation::remove_event,       Mutation::move_event,      Mutation::add_abort,
-    Mutation::add_fault,        Mutation::change_fault,       Mutation::change_max_tokens, Mutation::change_prompt,
-    Mutation::share_prefix,     Mutation::toggle_remote,      Mutation::engine_size,     Mutation::engine_flags,
-    Mutation::run_seed,         Mutation::add_connector,      Mutation::remove_connector, Mutation::swap_connectors,
-    Mutation::change_role,      Mutation::connector_option,   Mutation::workers,         Mutation::segment_size,
-    Mutation::segment_tokens,   Mutation::add_store_entry,    Mutation::remove_store_entry, Mutation::change_store_entry,
-};
-static_assert(kMutations.size() == static_cast<std::size_t>(kMutationCount));
 
 // ---- value choices: small values and block boundaries are where the bugs are -------------
 
@@ -131,8 +122,8 @@ bool add_request(Trace& t, Prng& rng) {
     a.request_id = detail::fresh_request_id(t);
     a.prompt = random_prompt(t, rng);
     a.max_tokens = boundary_count(rng, t.engine.block_size, envelope::kMaxMaxTokens);
-    if (detail::allows_remote_prefill(t) && rng.chance(1, 2)) a.remote_prefill = true;
-    else if (detail::allows_remote_decode(t) && rng.chance(1, 2)) a.remote_decode = true;
+    if (passes_remote_prefill(t.connectors) && rng.chance(1, 2)) a.remote_prefill = true;
+    else if (accepts_remote_decode(t.connectors) && rng.chance(1, 2)) a.remote_decode = true;
     insert_event(t, Event{.step = choose_step(rng, t), .body = std::move(a)});
     return true;
 }
@@ -307,7 +298,7 @@ bool toggle_remote(Trace& t, Prng& rng) {
     }
     if (rng.chance(1, 2)) {
         a->remote_prefill = true;
-        if (!detail::allows_remote_prefill(t)) {  // bring the connector the flag needs
+        if (!passes_remote_prefill(t.connectors)) {  // bring the connector the flag needs
             auto p2p = std::find_if(t.connectors.begin(), t.connectors.end(),
                                     [](const ConnectorSpec& c) { return c.kind == kConnectorP2p; });
             if (p2p != t.connectors.end()) {
@@ -320,7 +311,7 @@ bool toggle_remote(Trace& t, Prng& rng) {
         }
     } else {
         a->remote_decode = true;
-        if (!detail::allows_remote_decode(t)) {
+        if (!accepts_remote_decode(t.connectors)) {
             std::erase_if(t.connectors, [](const ConnectorSpec& c) {
                 return c.kind == kConnectorP2p || c.kind == kConnectorStandIn;
             });
@@ -566,6 +557,77 @@ bool change_store_entry(Trace& t, Prng& rng) {
     return true;
 }
 
+// ---- the table of mutations ---------------------------------------------------------------
+
+// One row per mutation, in enum order: its name, its weight in mutate()'s draw, and what it does.
+struct MutationRow {
+    Mutation mutation;
+    std::string_view name;
+    int weight;
+    bool (*apply)(Trace&, Prng&);
+};
+
+constexpr std::array<MutationRow, kMutationCount> kMutationTable = {{
+    {Mutation::add_request, "add_request", 1, add_request},
+    {Mutation::remove_event, "remove_event", 1, remove_event},
+    {Mutation::move_event, "move_event", 1, move_event},
+    {Mutation::add_abort, "add_abort", 1, add_abort},
+    {Mutation::add_fault, "add_fault", 1, add_fault},
+    {Mutation::change_fault, "change_fault", 1, change_fault},
+    {Mutation::change_max_tokens, "change_max_tokens", 1, change_max_tokens},
+    {Mutation::change_prompt, "change_prompt", 1, change_prompt},
+    {Mutation::share_prefix, "share_prefix", 1, share_prefix},
+    {Mutation::toggle_remote, "toggle_remote", 1, toggle_remote},
+    {Mutation::engine_size, "engine_size", 1, engine_size},
+    {Mutation::engine_flags, "engine_flags", 1, engine_flags},
+    {Mutation::run_seed, "run_seed", 1, run_seed},
+    {Mutation::add_connector, "add_connector", 1, add_connector},
+    {Mutation::remove_connector, "remove_connector", 1, remove_connector},
+    {Mutation::swap_connectors, "swap_connectors", 1, swap_connectors},
+    {Mutation::change_role, "change_role", 1, change_role},
+    {Mutation::connector_option, "connector_option", 1, connector_option},
+    {Mutation::workers, "workers", 1, workers},
+    {Mutation::segment_size, "segment_size", 1, segment_size},
+    {Mutation::segment_tokens, "segment_tokens", 1, segment_tokens},
+    {Mutation::add_store_entry, "add_store_entry", 1, add_store_entry},
+    {Mutation::remove_store_entry, "remove_store_entry", 1, remove_store_entry},
+    {Mutation::change_store_entry, "change_store_entry", 1, change_store_entry},
+}};
+
+constexpr bool rows_in_enum_order() {
+    for (std::size_t i = 0; i < kMutationTable.size(); ++i)
+        if (static_cast<std::size_t>(kMutationTable[i].mutation) != i || kMutationTable[i].weight < 1) return false;
+    return true;
+}
+static_assert(rows_in_enum_order(), "kMutationTable: one row per Mutation, in enum order, positive weights");
+
+constexpr std::array<Mutation, kMutationCount> kMutations = [] {
+    std::array<Mutation, kMutationCount> out{};
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = kMutationTable[i].mutation;
+    return out;
+}();
+
+constexpr std::uint64_t kTotalWeight = [] {
+    std::uint64_t total = 0;
+    for (const MutationRow& row : kMutationTable) total += static_cast<std::uint64_t>(row.weight);
+    return total;
+}();
+
+// A mutation drawn by weight.
+Mutation draw_mutation(Prng& rng) {
+    std::uint64_t x = rng.below(kTotalWeight);
+    for (const MutationRow& row : kMutationTable) {
+        if (x < static_cast<std::uint64_t>(row.weight)) return row.mutation;
+        x -= static_cast<std::uint64_t>(row.weight);
+    }
+    return kMutationTable.back().mutation;
+}
+
+const MutationRow* row_of(Mutation mutation) {
+    const auto i = static_cast<std::size_t>(mutation);
+    return i < kMutationTable.size() ? &kMutationTable[i] : nullptr;
+}
+
 // ---- crossover helpers --------------------------------------------------------------------
 
 // Adds b's segments to `child`; returns b's name -> child's name (renamed on a clash).
@@ -637,65 +699,15 @@ std::string fit_and_print(Trace t, const TextOptions& options) {
 }  // namespace
 
 std::string_view to_string(Mutation mutation) {
-    switch (mutation) {
-        case Mutation::add_request: return "add_request";
-        case Mutation::remove_event: return "remove_event";
-        case Mutation::move_event: return "move_event";
-        case Mutation::add_abort: return "add_abort";
-        case Mutation::add_fault: return "add_fault";
-        case Mutation::change_fault: return "change_fault";
-        case Mutation::change_max_tokens: return "change_max_tokens";
-        case Mutation::change_prompt: return "change_prompt";
-        case Mutation::share_prefix: return "share_prefix";
-        case Mutation::toggle_remote: return "toggle_remote";
-        case Mutation::engine_size: return "engine_size";
-        case Mutation::engine_flags: return "engine_flags";
-        case Mutation::run_seed: return "run_seed";
-        case Mutation::add_connector: return "add_connector";
-        case Mutation::remove_connector: return "remove_connector";
-        case Mutation::swap_connectors: return "swap_connectors";
-        case Mutation::change_role: return "change_role";
-        case Mutation::connector_option: return "connector_option";
-        case Mutation::workers: return "workers";
-        case Mutation::segment_size: return "segment_size";
-        case Mutation::segment_tokens: return "segment_tokens";
-        case Mutation::add_store_entry: return "add_store_entry";
-        case Mutation::remove_store_entry: return "remove_store_entry";
-        case Mutation::change_store_entry: return "change_store_entry";
-    }
-    return "?";
+    const MutationRow* row = row_of(mutation);
+    return row != nullptr ? row->name : "?";
 }
 
 std::span<const Mutation> all_mutations() { return kMutations; }
 
 bool apply_mutation(Trace& t, Mutation mutation, Prng& rng) {
-    switch (mutation) {
-        case Mutation::add_request: return add_request(t, rng);
-        case Mutation::remove_event: return remove_event(t, rng);
-        case Mutation::move_event: return move_event(t, rng);
-        case Mutation::add_abort: return add_abort(t, rng);
-        case Mutation::add_fault: return add_fault(t, rng);
-        case Mutation::change_fault: return change_fault(t, rng);
-        case Mutation::change_max_tokens: return change_max_tokens(t, rng);
-        case Mutation::change_prompt: return change_prompt(t, rng);
-        case Mutation::share_prefix: return share_prefix(t, rng);
-        case Mutation::toggle_remote: return toggle_remote(t, rng);
-        case Mutation::engine_size: return engine_size(t, rng);
-        case Mutation::engine_flags: return engine_flags(t, rng);
-        case Mutation::run_seed: return run_seed(t, rng);
-        case Mutation::add_connector: return add_connector(t, rng);
-        case Mutation::remove_connector: return remove_connector(t, rng);
-        case Mutation::swap_connectors: return swap_connectors(t, rng);
-        case Mutation::change_role: return change_role(t, rng);
-        case Mutation::connector_option: return connector_option(t, rng);
-        case Mutation::workers: return workers(t, rng);
-        case Mutation::segment_size: return segment_size(t, rng);
-        case Mutation::segment_tokens: return segment_tokens(t, rng);
-        case Mutation::add_store_entry: return add_store_entry(t, rng);
-        case Mutation::remove_store_entry: return remove_store_entry(t, rng);
-        case Mutation::change_store_entry: return change_store_entry(t, rng);
-    }
-    return false;
+    const MutationRow* row = row_of(mutation);
+    return row != nullptr && row->apply(t, rng);
 }
 
 std::vector<Mutation> mutate(Trace& t, Prng& rng) {
@@ -705,7 +717,7 @@ std::vector<Mutation> mutate(Trace& t, Prng& rng) {
     for (int attempt = 0; attempt < 8; ++attempt) {
         const int wanted = rng.chance(1, 2) ? 1 : between(rng, 2, 4);
         for (int tries = 0; tries < 4 * wanted && static_cast<int>(applied.size()) < wanted; ++tries) {
-            const Mutation m = kMutations[static_cast<std::size_t>(rng.below(kMutations.size()))];
+            const Mutation m = draw_mutation(rng);
             if (apply_mutation(t, m, rng)) applied.push_back(m);
         }
         normalize(t);

@@ -14,6 +14,7 @@
 #include "fuzz/mutator/mutator_util.h"
 #include "fuzz/mutator/trace_mutator.h"
 #include "sim/trace/input_error.h"
+#include "sim/trace/trace_builder.h"
 #include "sim/trace/trace_parser.h"
 #include "sim/trace/trace_schema.h"
 #include "sim/variant/variant.h"
@@ -141,10 +142,6 @@ void normalize_events(Trace& t) {
     }
     std::stable_sort(t.events.begin(), t.events.end(), [](const Event& a, const Event& b) { return a.step < b.step; });
     auto lengths = detail::segment_lengths(t);
-    const bool remote_prefill_ok = detail::allows_remote_prefill(t);
-    const bool remote_decode_ok = detail::allows_remote_decode(t);
-    const bool store = detail::has_connector(t, kConnectorStore);
-    const bool any_connector = !t.connectors.empty();
     std::unordered_set<std::string> arrived;
     std::vector<Event> kept;
     for (Event& e : t.events) {
@@ -162,30 +159,31 @@ void normalize_events(Trace& t) {
                 a->prompt.push_back(t.segments.front().name);
             }
             a->max_tokens = clamp_int(a->max_tokens, 1, envelope::kMaxMaxTokens);
-            if (a->remote_prefill && a->remote_decode) a->remote_decode = false;
-            if (!remote_prefill_ok) a->remote_prefill = false;
-            if (!remote_decode_ok) a->remote_decode = false;
+            // not both on one request: the decode flag goes first
+            const RemoteFlags remote = passable_remote_flags(
+                t.connectors, {.prefill = a->remote_prefill, .decode = a->remote_decode && !a->remote_prefill});
+            a->remote_prefill = remote.prefill;
+            a->remote_decode = remote.decode;
             arrived.insert(a->request_id);
         } else if (auto* x = std::get_if<AbortEvent>(&e.body)) {
             if (!arrived.contains(x->request_id)) continue;
         } else if (auto* f = std::get_if<FaultEvent>(&e.body)) {
+            if (!connectors_take_fault(t.connectors, f->kind)) continue;
             const int rank = ((f->rank % t.workers.ranks) + t.workers.ranks) % t.workers.ranks;
             const int steps = clamp_int(f->steps, 1, envelope::kMaxFaultSteps);
             switch (f->kind) {
                 case FaultKind::store_delay:
-                    if (!store) continue;
                     *f = FaultEvent{.kind = f->kind, .rank = rank, .steps = steps};
                     break;
                 case FaultKind::store_fail:
-                    if (!store) continue;
                     *f = FaultEvent{.kind = f->kind, .rank = rank};
                     break;
                 case FaultKind::load_fail:
-                    if (!any_connector || !arrived.contains(f->request_id)) continue;
+                    if (!arrived.contains(f->request_id)) continue;
                     *f = FaultEvent{.kind = f->kind, .request_id = std::move(f->request_id)};
                     break;
                 case FaultKind::lookup_pending:
-                    if (!store || !arrived.contains(f->request_id)) continue;
+                    if (!arrived.contains(f->request_id)) continue;
                     *f = FaultEvent{.kind = f->kind, .steps = steps, .request_id = std::move(f->request_id)};
                     break;
                 default: continue;
@@ -255,21 +253,16 @@ std::int64_t work_estimate(const Trace& t) {
 void fit_engine(Trace& t) {
     EngineConfig& e = t.engine;
     const auto lengths = detail::segment_lengths(t);
-    std::int64_t need_len = 2;
-    for (const StoreEntry& entry : t.store) need_len = std::max(need_len, detail::sequence_length(lengths, entry.prefix));
+    std::int64_t longest_store = 0;
+    for (const StoreEntry& entry : t.store)
+        longest_store = std::max(longest_store, detail::sequence_length(lengths, entry.prefix));
+    std::int64_t longest_prompt = 0;
     for (const Event& ev : t.events)
         if (const auto* a = std::get_if<ArriveEvent>(&ev.body))
-            need_len = std::max(need_len, detail::sequence_length(lengths, a->prompt) + 1);
-    e.max_model_len = std::max(e.max_model_len, static_cast<int>(need_len));
-    if (!e.chunked_prefill) e.max_batched_tokens = std::max(e.max_batched_tokens, e.max_model_len);
-    int need_blocks = 1;
-    for (const Event& ev : t.events)
-        if (const auto* a = std::get_if<ArriveEvent>(&ev.body)) {
-            const std::int64_t tokens =
-                std::min<std::int64_t>(detail::sequence_length(lengths, a->prompt) + a->max_tokens, e.max_model_len);
-            need_blocks = std::max(need_blocks, cdiv(tokens, e.block_size));
-        }
-    e.num_blocks = std::max(e.num_blocks, need_blocks + 1);
+            longest_prompt = std::max(longest_prompt, detail::sequence_length(lengths, a->prompt));
+    e.max_model_len = std::max(e.max_model_len, min_model_len(longest_prompt, longest_store));
+    e.max_batched_tokens = batch_budget(e.chunked_prefill, e.max_batched_tokens, e.max_model_len);
+    e.num_blocks = std::max(e.num_blocks, min_num_blocks(t));
     // bounded work: a larger prefill chunk until the prefill steps and output tokens fit kMaxWork
     while (work_estimate(t) > envelope::kMaxWork) {
         if (e.chunked_prefill && e.long_prefill_threshold > 0 && e.long_prefill_threshold < e.max_batched_tokens)
@@ -506,26 +499,22 @@ Trace repair(std::string_view text, std::uint64_t seed) {
 int step_bound(const Trace& t) {
     const int chunk = prefill_chunk(t.engine);
     const auto lengths = detail::segment_lengths(t);
-    std::int64_t work = 0;
-    std::int64_t requests = 0;
-    std::int64_t delays = 2;
-    int last_step = 0;
+    DrainEstimate estimate{.last_event_step = last_event_step(t.events), .delays = 2, .delay_rounds = 1,
+                           .slack = 1 + 64};
     for (const Event& ev : t.events) {
-        last_step = std::max(last_step, ev.step);
         if (const auto* a = std::get_if<ArriveEvent>(&ev.body)) {
-            work += cdiv(std::max<std::int64_t>(1, detail::sequence_length(lengths, a->prompt)), chunk) +
-                    std::max(1, a->max_tokens) + 2;
-            ++requests;
+            estimate.work += cdiv(std::max<std::int64_t>(1, detail::sequence_length(lengths, a->prompt)), chunk) +
+                             std::max(1, a->max_tokens) + 2;
+            ++estimate.delay_rounds;
         } else if (const auto* f = std::get_if<FaultEvent>(&ev.body)) {
-            delays += std::max(0, f->steps);
+            estimate.delays += std::max(0, f->steps);
         }
     }
     const WorkerConfig& w = t.workers;
-    delays += std::max(0, w.store_delay_max) + std::max(0, w.load_delay_max) + std::max(0, w.pull_delay);
+    estimate.delays += std::max(0, w.store_delay_max) + std::max(0, w.load_delay_max) + std::max(0, w.pull_delay);
     for (const ConnectorSpec& c : t.connectors)
-        if (c.kind == kConnectorStandIn) delays += std::max(0, c.load_delay);
-    const std::int64_t bound = std::int64_t{last_step} + 1 + 4 * work + 4 * delays * (requests + 1) + 64;
-    return static_cast<int>(std::clamp<std::int64_t>(bound, 1, limits::kMaxSteps));
+        if (c.kind == kConnectorStandIn) estimate.delays += std::max(0, c.load_delay);
+    return drain_step_bound(estimate);
 }
 
 bool within_budget(const Trace& t, std::string* why) {
@@ -557,8 +546,8 @@ bool within_budget(const Trace& t, std::string* why) {
         if (a == nullptr) continue;
         const std::int64_t prompt = detail::sequence_length(lengths, a->prompt);
         request_tokens += prompt + a->max_tokens;
-        const std::int64_t tokens = std::min<std::int64_t>(prompt + a->max_tokens, t.engine.max_model_len);
-        if (cdiv(tokens, t.engine.block_size) > t.engine.num_blocks - 1)
+        if (request_blocks(prompt, a->max_tokens, t.engine.max_model_len, t.engine.block_size) >
+            t.engine.num_blocks - kNullBlocks)
             return fail("request " + a->request_id + " does not fit the block pool on its own");
     }
     if (request_tokens > budget::kMaxRequestTokens) return fail("requests hold too many tokens");

@@ -13,11 +13,8 @@
 // trace_for_seed(S, options) is the reproduction contract of `kvsim explore --seed S`.
 //
 // Every generated trace is valid (validate_trace accepts it; it round-trips through
-// print_trace/parse_trace) and is built so that a correct model can pass it: prompts are
-// below max_model_len, one request alone always fits the pool, remote_prefill only goes to a
-// p2p connector that is not a kv_producer (upstream asserts on that misconfiguration),
-// faults fall in an early window so a liveness phase without faults follows, and max_steps
-// leaves room for everything to drain.
+// print_trace/parse_trace) and follows the passable-trace rules of sim/trace/trace_builder.h;
+// faults also fall in an early window, so a liveness phase without faults follows.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,11 +22,18 @@
 
 #include "sim/common/prng.h"
 #include "sim/trace/trace.h"
+#include "sim/trace/trace_builder.h"
 
 namespace kvsim {
 
 // The kv_role every generated connector gets: `any` draws one per connector.
 enum class RoleChoice { any, kv_consumer, kv_both, kv_producer };
+inline constexpr EnumNames<RoleChoice, 4> kRoleChoiceNames = {{
+    {RoleChoice::any, "any"},
+    {RoleChoice::kv_consumer, "kv_consumer"},
+    {RoleChoice::kv_both, "kv_both"},
+    {RoleChoice::kv_producer, "kv_producer"},
+}};
 std::string_view to_string(RoleChoice choice);
 std::optional<RoleChoice> parse_role_choice(std::string_view text);
 
@@ -40,16 +44,12 @@ struct SwarmOptions {
     std::string variant;
 };
 
-// The connector lines, in file order (MultiConnector children in that order).
-enum class SwarmStack { store, p2p, p2p_store, store_p2p };
-std::string_view to_string(SwarmStack stack);
-
-// num_blocks relative to the requests' demand: roomy fits everyone at once, starved fits
-// the largest request alone (preemption, allocation failure and admission stalls).
-enum class PoolPressure { roomy, moderate, tight, starved };
-std::string_view to_string(PoolPressure pressure);
-
 enum class ArrivalPattern { burst, steady, random };
+inline constexpr EnumNames<ArrivalPattern, 3> kArrivalPatternNames = {{
+    {ArrivalPattern::burst, "burst"},
+    {ArrivalPattern::steady, "steady"},
+    {ArrivalPattern::random, "random"},
+}};
 std::string_view to_string(ArrivalPattern pattern);
 
 // The per-seed knobs. Percentages are 0..100.
@@ -58,7 +58,7 @@ struct SwarmConfig {
     std::string variant;         // the trace's `run variant=` (may be empty)
 
     // Connectors.
-    SwarmStack stack = SwarmStack::store;
+    ConnectorStack stack = ConnectorStack::store;
     KvRole p2p_role = KvRole::kv_consumer;
     KvRole store_role = KvRole::kv_consumer;
     bool save_decode_cache = false;
@@ -76,6 +76,8 @@ struct SwarmConfig {
 
     // Engine.
     int block_size = 16;
+    // num_blocks relative to the requests' demand (num_blocks_for_demands): roomy fits everyone
+    // at once, starved the largest request alone (preemption, allocation failure, admission stalls).
     PoolPressure pressure = PoolPressure::roomy;
     bool chunked_prefill = true;
     bool prefix_caching = true;
@@ -107,8 +109,8 @@ struct SwarmConfig {
     int lookup_pending_pct = 0;  // per request
     int fault_window = 0;
 
-    bool has_p2p() const { return stack != SwarmStack::store; }
-    bool has_store() const { return stack != SwarmStack::p2p; }
+    bool has_p2p() const { return kvsim::has_p2p(stack); }
+    bool has_store() const { return kvsim::has_store(stack); }
     bool operator==(const SwarmConfig&) const = default;
 };
 

@@ -22,6 +22,7 @@
 
 #include "properties/harness/run_trace.h"
 #include "sim/trace/trace.h"
+#include "sim/variant/variant.h"
 
 namespace kvsim::propgen {
 
@@ -29,7 +30,7 @@ inline constexpr std::uint64_t kDefaultSeed = 0x6b7673696d;  // "kvsim"
 
 // The presets with no known defect (the clean suites run each of them).
 inline const std::vector<std::string>& clean_variants() {
-    static const std::vector<std::string> names = {"v0.29.0+003", "v0.30.0", "v0.29.0+pr55066"};
+    static const std::vector<std::string> names = presets_with(PresetTag::clean);
     return names;
 }
 

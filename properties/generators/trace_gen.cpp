@@ -16,6 +16,8 @@ void showValue(const TraceSpec& spec, std::ostream& os) { kvsim::showValue(build
 
 namespace {
 
+constexpr auto kAllFaultKinds = enum_values(kFaultKindNames);  // store_delay, store_fail, load_fail, lookup_pending
+
 // Uniform in [lo, hi) whatever RapidCheck's size (inRange narrows the range at small
 // sizes); shrinks towards lo. Sizes still scale the vector lengths (vector_upto).
 rc::Gen<int> uniform(int lo, int hi) {
@@ -136,8 +138,7 @@ rc::Gen<std::vector<StoreRec>> gen_store_contents(int max_lines) {
 
 rc::Gen<FaultRec> gen_fault() {
     return rc::gen::build<FaultRec>(
-        rc::gen::set(&FaultRec::kind, one_of_list<FaultKind>({FaultKind::store_delay, FaultKind::store_fail,
-                                                              FaultKind::load_fail, FaultKind::lookup_pending})),
+        rc::gen::set(&FaultRec::kind, one_of_list(std::vector<FaultKind>(kAllFaultKinds.begin(), kAllFaultKinds.end()))),
         rc::gen::set(&FaultRec::at, uniform(0, 9)), rc::gen::set(&FaultRec::rank, uniform(0, 4)),
         rc::gen::set(&FaultRec::steps, choice<int>({{3, 0}, {2, 2}, {2, 5}, {1, 12}})),
         rc::gen::set(&FaultRec::request, uniform(0, 6)));

@@ -28,8 +28,8 @@ void showValue(const TraceSpec& spec, std::ostream& os);  // as the trace it bui
 
 // What a suite lets the generators draw from. The defaults cover the whole space.
 struct GenOptions {
-    std::vector<StackKind> stacks = {StackKind::store, StackKind::p2p, StackKind::store_then_p2p,
-                                     StackKind::p2p_then_store};
+    std::vector<ConnectorStack> stacks = {ConnectorStack::store, ConnectorStack::p2p, ConnectorStack::store_p2p,
+                                          ConnectorStack::p2p_store};
     std::vector<KvRole> roles = {KvRole::kv_consumer, KvRole::kv_both, KvRole::kv_producer};
     int max_requests = 6;
     int max_segments = 4;

@@ -13,17 +13,13 @@
 #include <vector>
 
 #include "sim/trace/trace.h"
+#include "sim/trace/trace_builder.h"
 
 namespace kvsim::propgen {
 
-// The connector stack: store alone, p2p alone, or a MultiConnector of both in either order.
-enum class StackKind { store, p2p, store_then_p2p, p2p_then_store };
-
-std::string_view to_string(StackKind kind);
-
 struct EngineRec {
     int block_size_index = 0;     // kBlockSizes
-    int pressure = 0;             // 0 roomy (5x the largest request) .. 3 starved (room for the largest alone)
+    int pressure = 0;             // PoolPressure 0 roomy .. 3 starved (num_blocks_for_largest)
     int slack = 0;                // blocks above the pressure level's floor
     int budget_index = 0;         // max_batched_tokens, kBudgets
     int max_running_index = 0;    // kMaxRunning
@@ -42,7 +38,7 @@ struct StoreOptionsRec {
 };
 
 struct StackRec {
-    StackKind kind = StackKind::store;
+    ConnectorStack kind = ConnectorStack::store;  // store alone, p2p alone, or both in either order
     KvRole p2p_role = KvRole::kv_consumer;
     KvRole store_role = KvRole::kv_consumer;
     StoreOptionsRec store;
@@ -105,8 +101,8 @@ inline constexpr int kMaxRunning[] = {16, 4, 2, 1};
 inline constexpr int kLongPrefill[] = {0, 64, 20, 5};
 inline constexpr int kRoomyModelLen = 2048;
 
-// Deterministic, total: every spec gives a trace that validate_trace accepts. The trace has no
-// variant and no expect lines; max_steps is generous enough for a correct model to drain.
+// Deterministic, total: every spec gives a trace that validate_trace accepts and that follows
+// the passable-trace rules (sim/trace/trace_builder.h). It has no variant and no expect lines.
 Trace build_trace(const TraceSpec& spec);
 
 // Which block count the pressure level asks for, given the blocks each request needs for its

@@ -10,19 +10,18 @@
 namespace kvsim {
 namespace {
 
-constexpr std::array<std::string_view, kNumLifecycleStates> kStateNames = {
-    "NEW",
-    "WAITING",
-    "WAITING_FOR_REMOTE_KVS",
-    "RUNNING",
-    "PREEMPTED",
-    "FINISHED_STOPPED",
-    "FINISHED_LENGTH_CAPPED",
-    "FINISHED_ABORTED",
-    "FINISHED_IGNORED",
-    "FINISHED_ERROR",
-    "FREED",
-};
+// NEW, then upstream's RequestStatus names in their order, then FREED.
+static_assert(static_cast<int>(LifecycleState::waiting) == 1 + static_cast<int>(RequestStatus::waiting));
+static_assert(static_cast<int>(LifecycleState::finished_error) == 1 + static_cast<int>(RequestStatus::finished_error));
+static_assert(kNumLifecycleStates == kRequestStatusNames.size() + 2);
+constexpr EnumNames<LifecycleState, kNumLifecycleStates> kStateNames = [] {
+    EnumNames<LifecycleState, kNumLifecycleStates> out{};
+    out.front() = {LifecycleState::new_request, "NEW"};
+    for (std::size_t i = 0; i < kRequestStatusNames.size(); ++i)
+        out[i + 1] = {static_cast<LifecycleState>(i + 1), kRequestStatusNames[i].name};
+    out.back() = {LifecycleState::freed, "FREED"};
+    return out;
+}();
 
 std::size_t vertex_of(LifecycleState state) { return static_cast<std::size_t>(state); }
 
@@ -40,16 +39,11 @@ private:
 }  // namespace
 
 std::string_view to_string(LifecycleState state) {
-    const auto i = static_cast<std::size_t>(state);
-    if (i >= kStateNames.size()) throw std::logic_error("to_string: LifecycleState out of range");
-    return kStateNames[i];
+    if (const auto name = find_enum_name(kStateNames, state)) return *name;
+    throw std::logic_error("to_string: LifecycleState out of range");
 }
 
-std::optional<LifecycleState> parse_lifecycle_state(std::string_view name) {
-    for (std::size_t i = 0; i < kStateNames.size(); ++i)
-        if (kStateNames[i] == name) return static_cast<LifecycleState>(i);
-    return std::nullopt;
-}
+std::optional<LifecycleState> parse_lifecycle_state(std::string_view name) { return parse_enum(kStateNames, name); }
 
 LifecycleState lifecycle_state(RequestStatus status) {
     switch (status) {

@@ -1,5 +1,7 @@
 #include "sim/core/block_pool.h"
 
+#include "sim/common/model_check.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,11 +12,7 @@
 namespace kvsim {
 namespace {
 
-// Arguments are formatted only on failure.
-template <class... Args>
-void require(bool ok, fmt::format_string<Args...> what, Args&&... args) {
-    if (!ok) throw std::logic_error("BlockPool: " + fmt::format(what, std::forward<Args>(args)...));
-}
+constexpr ModelCheck require{"BlockPool"};
 
 }  // namespace
 

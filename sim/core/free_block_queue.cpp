@@ -1,5 +1,7 @@
 #include "sim/core/free_block_queue.h"
 
+#include "sim/common/model_check.h"
+
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -9,11 +11,7 @@
 namespace kvsim {
 namespace {
 
-// Arguments are formatted only on failure.
-template <class... Args>
-void require(bool ok, fmt::format_string<Args...> what, Args&&... args) {
-    if (!ok) throw std::logic_error("FreeBlockQueue: " + fmt::format(what, std::forward<Args>(args)...));
-}
+constexpr ModelCheck require{"FreeBlockQueue"};
 
 }  // namespace
 

@@ -1,5 +1,7 @@
 #include "sim/core/kv_cache_manager.h"
 
+#include "sim/common/model_check.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,11 +12,7 @@
 namespace kvsim {
 namespace {
 
-// Arguments are formatted only on failure.
-template <class... Args>
-void require(bool ok, fmt::format_string<Args...> what, Args&&... args) {
-    if (!ok) throw std::logic_error("KVCacheManager: " + fmt::format(what, std::forward<Args>(args)...));
-}
+constexpr ModelCheck require{"KVCacheManager"};
 
 // vllm/utils/math_utils.py cdiv, for a >= 0 and b > 0.
 constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }

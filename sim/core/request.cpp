@@ -1,5 +1,7 @@
 #include "sim/core/request.h"
 
+#include "sim/common/model_check.h"
+
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -8,29 +10,14 @@
 namespace kvsim {
 namespace {
 
-// Arguments are formatted only on failure.
-template <class... Args>
-void require(bool ok, fmt::format_string<Args...> what, Args&&... args) {
-    if (!ok) throw std::logic_error("Request: " + fmt::format(what, std::forward<Args>(args)...));
-}
+constexpr ModelCheck require{"Request"};
 
 constexpr std::uint64_t token_word(TokenId t) { return static_cast<std::uint32_t>(t); }
 
 }  // namespace
 
-// vllm/v1/request.py RequestStatus.__str__ @ dba83d52c06471eabafba4310718ac7a100cbfa4
 std::string_view to_string(RequestStatus s) {
-    switch (s) {
-        case RequestStatus::waiting: return "WAITING";
-        case RequestStatus::waiting_for_remote_kvs: return "WAITING_FOR_REMOTE_KVS";
-        case RequestStatus::running: return "RUNNING";
-        case RequestStatus::preempted: return "PREEMPTED";
-        case RequestStatus::finished_stopped: return "FINISHED_STOPPED";
-        case RequestStatus::finished_length_capped: return "FINISHED_LENGTH_CAPPED";
-        case RequestStatus::finished_aborted: return "FINISHED_ABORTED";
-        case RequestStatus::finished_ignored: return "FINISHED_IGNORED";
-        case RequestStatus::finished_error: return "FINISHED_ERROR";
-    }
+    if (const auto name = find_enum_name(kRequestStatusNames, s)) return *name;
     throw std::logic_error(fmt::format("to_string: RequestStatus value {} is not an enumerator", static_cast<int>(s)));
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/common/enum_names.h"
 #include "sim/common/stable_hash.h"
 
 namespace kvsim {
@@ -32,6 +33,19 @@ enum class RequestStatus {
     finished_ignored,
     finished_error,
 };
+
+// vllm/v1/request.py RequestStatus.__str__ @ dba83d52c06471eabafba4310718ac7a100cbfa4
+inline constexpr EnumNames<RequestStatus, 9> kRequestStatusNames = {{
+    {RequestStatus::waiting, "WAITING"},
+    {RequestStatus::waiting_for_remote_kvs, "WAITING_FOR_REMOTE_KVS"},
+    {RequestStatus::running, "RUNNING"},
+    {RequestStatus::preempted, "PREEMPTED"},
+    {RequestStatus::finished_stopped, "FINISHED_STOPPED"},
+    {RequestStatus::finished_length_capped, "FINISHED_LENGTH_CAPPED"},
+    {RequestStatus::finished_aborted, "FINISHED_ABORTED"},
+    {RequestStatus::finished_ignored, "FINISHED_IGNORED"},
+    {RequestStatus::finished_error, "FINISHED_ERROR"},
+}};
 
 std::string_view to_string(RequestStatus s);
 inline bool is_finished(RequestStatus s) { return s > RequestStatus::preempted; }

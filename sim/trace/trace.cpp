@@ -24,53 +24,13 @@ std::vector<std::int32_t> Trace::prompt_tokens(const ArriveEvent& arrive) const 
     return concat_segments(arrive.prompt);
 }
 
-std::string_view to_string(KvRole role) {
-    switch (role) {
-        case KvRole::kv_consumer: return "kv_consumer";
-        case KvRole::kv_producer: return "kv_producer";
-        case KvRole::kv_both: return "kv_both";
-    }
-    return "?";
-}
+std::string_view to_string(KvRole role) { return enum_name(kKvRoleNames, role); }
+std::string_view to_string(Verdict verdict) { return enum_name(kVerdictNames, verdict); }
+std::string_view to_string(FaultKind kind) { return enum_name(kFaultKindNames, kind); }
 
-std::string_view to_string(Verdict verdict) {
-    switch (verdict) {
-        case Verdict::pass: return "pass";
-        case Verdict::violation: return "violation";
-        case Verdict::crash: return "crash";
-        case Verdict::liveness: return "liveness";
-        case Verdict::nondeterminism: return "nondeterminism";
-    }
-    return "?";
-}
-
-std::string_view to_string(FaultKind kind) {
-    switch (kind) {
-        case FaultKind::store_delay: return "store_delay";
-        case FaultKind::store_fail: return "store_fail";
-        case FaultKind::load_fail: return "load_fail";
-        case FaultKind::lookup_pending: return "lookup_pending";
-    }
-    return "?";
-}
-
-std::optional<FaultKind> parse_fault_kind(std::string_view text) {
-    for (FaultKind k : {FaultKind::store_delay, FaultKind::store_fail, FaultKind::load_fail, FaultKind::lookup_pending})
-        if (to_string(k) == text) return k;
-    return std::nullopt;
-}
-
-std::optional<KvRole> parse_role(std::string_view text) {
-    for (KvRole r : {KvRole::kv_consumer, KvRole::kv_producer, KvRole::kv_both})
-        if (to_string(r) == text) return r;
-    return std::nullopt;
-}
-
-std::optional<Verdict> parse_verdict(std::string_view text) {
-    for (Verdict v : {Verdict::pass, Verdict::violation, Verdict::crash, Verdict::liveness, Verdict::nondeterminism})
-        if (to_string(v) == text) return v;
-    return std::nullopt;
-}
+std::optional<FaultKind> parse_fault_kind(std::string_view text) { return parse_enum(kFaultKindNames, text); }
+std::optional<KvRole> parse_role(std::string_view text) { return parse_enum(kKvRoleNames, text); }
+std::optional<Verdict> parse_verdict(std::string_view text) { return parse_enum(kVerdictNames, text); }
 
 std::vector<std::int32_t> generated_segment_tokens(std::string_view name, int length) {
     std::vector<std::int32_t> out;

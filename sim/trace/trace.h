@@ -7,6 +7,8 @@
 #include <variant>
 #include <vector>
 
+#include "sim/common/enum_names.h"
+
 namespace kvsim {
 
 inline constexpr int kTraceFormatVersion = 1;
@@ -161,6 +163,25 @@ struct Trace {
     std::vector<std::int32_t> prompt_tokens(const ArriveEvent& arrive) const;
     std::vector<std::int32_t> concat_segments(const std::vector<std::string>& names) const;
 };
+
+inline constexpr EnumNames<KvRole, 3> kKvRoleNames = {{
+    {KvRole::kv_consumer, "kv_consumer"},
+    {KvRole::kv_producer, "kv_producer"},
+    {KvRole::kv_both, "kv_both"},
+}};
+inline constexpr EnumNames<Verdict, 5> kVerdictNames = {{
+    {Verdict::pass, "pass"},
+    {Verdict::violation, "violation"},
+    {Verdict::crash, "crash"},
+    {Verdict::liveness, "liveness"},
+    {Verdict::nondeterminism, "nondeterminism"},
+}};
+inline constexpr EnumNames<FaultKind, 4> kFaultKindNames = {{
+    {FaultKind::store_delay, "store_delay"},
+    {FaultKind::store_fail, "store_fail"},
+    {FaultKind::load_fail, "load_fail"},
+    {FaultKind::lookup_pending, "lookup_pending"},
+}};
 
 std::string_view to_string(KvRole role);
 std::string_view to_string(Verdict verdict);

@@ -2,6 +2,7 @@
 // lives in the tables of trace_schema.cpp, the cross-line rules in validate_trace below.
 #include "sim/trace/trace_parser.h"
 
+#include "sim/trace/trace_builder.h"
 #include "sim/trace/trace_printer.h"
 #include "sim/trace/trace_schema.h"
 
@@ -493,30 +494,19 @@ private:
     void transfer(const ArriveEvent& a, int line) const {
         if (a.remote_prefill && a.remote_decode)
             fail(line, "event.remote_decode", "remote_prefill and remote_decode cannot both be on");
-        if (a.remote_prefill && !connector_of(kConnectorP2p) && !connector_of(kConnectorStandIn))
+        if (a.remote_prefill && !accepts_remote_prefill(t_.connectors))
             fail(line, "event.remote_prefill", "remote_prefill=on needs a connector of kind p2p or stand_in");
-        if (a.remote_decode) {
-            const ConnectorSpec* p2p = connector_of(kConnectorP2p);
-            if (!p2p || p2p->role == KvRole::kv_consumer)
-                fail(line, "event.remote_decode", "remote_decode=on needs a p2p connector with role kv_producer or "
-                                                  "kv_both");
-        }
+        if (a.remote_decode && !accepts_remote_decode(t_.connectors))
+            fail(line, "event.remote_decode", "remote_decode=on needs a p2p connector with role kv_producer or "
+                                              "kv_both");
     }
 
     void fault_rules(const FaultEvent& f, int line) const {
-        switch (f.kind) {
-            case FaultKind::store_delay:
-            case FaultKind::store_fail:
-            case FaultKind::lookup_pending:
-                if (!connector_of(kConnectorStore))
-                    fail(line, "event.kind",
-                         fmt::format("fault {} needs a connector of kind store", to_string(f.kind)));
-                break;
-            case FaultKind::load_fail:
-                if (t_.connectors.empty())
-                    fail(line, "event.kind", "fault load_fail needs a connector of kind p2p, store or stand_in");
-                break;
-        }
+        if (!connectors_take_fault(t_.connectors, f.kind))
+            fail(line, "event.kind",
+                 fault_needs_store(f.kind)
+                     ? fmt::format("fault {} needs a connector of kind store", to_string(f.kind))
+                     : fmt::format("fault {} needs a connector of kind p2p, store or stand_in", to_string(f.kind)));
         // rank is 0 where the kind has none (rows() checked), and workers.ranks is at least 1
         if (f.rank >= t_.workers.ranks)
             fail(line, "event.rank", fmt::format("rank {} is not below workers.ranks {}", f.rank, t_.workers.ranks));

@@ -1,6 +1,8 @@
 // The key tables of trace format v1 and the value codec every table row goes through.
 #include "sim/trace/trace_schema.h"
 
+#include "sim/trace/trace_builder.h"
+
 #include "sim/variant/variant.h"
 
 #include <fmt/format.h>
@@ -67,16 +69,30 @@ using VT = ValueType;
 constexpr std::uint64_t kInt32Max = static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max());
 constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 
-constexpr std::string_view kRoleChoices[] = {"kv_consumer", "kv_producer", "kv_both"};
-constexpr std::string_view kVerdictChoices[] = {"pass", "violation", "crash", "liveness", "nondeterminism"};
+constexpr auto kRoleChoices = enum_names(kKvRoleNames);
+constexpr auto kVerdictChoices = enum_names(kVerdictNames);
 constexpr std::string_view kConnectorKinds[] = {kConnectorStandIn, kConnectorP2p, kConnectorStore};
-constexpr std::string_view kFaultKinds[] = {"store_delay", "store_fail", "load_fail", "lookup_pending"};
+constexpr auto kFaultKinds = enum_names(kFaultKindNames);
 // Which kinds a key applies to (KeySpec::kinds).
 constexpr std::string_view kOnlyStandIn[] = {kConnectorStandIn};
 constexpr std::string_view kOnlyStore[] = {kConnectorStore};
-constexpr std::string_view kRankFaults[] = {"store_delay", "store_fail"};
-constexpr std::string_view kStepsFaults[] = {"store_delay", "lookup_pending"};
-constexpr std::string_view kRequestFaults[] = {"load_fail", "lookup_pending"};
+// The fault kinds a key applies to: those `applies` holds for (the trace builder's fault rules).
+template <bool (*Applies)(FaultKind)>
+constexpr auto fault_kinds_where() {
+    constexpr std::size_t n = [] {
+        std::size_t count = 0;
+        for (const auto& row : kFaultKindNames) count += Applies(row.value) ? 1 : 0;
+        return count;
+    }();
+    std::array<std::string_view, n> out{};
+    std::size_t i = 0;
+    for (const auto& row : kFaultKindNames)
+        if (Applies(row.value)) out[i++] = row.name;
+    return out;
+}
+constexpr auto kRankFaults = fault_kinds_where<fault_names_rank>();
+constexpr auto kStepsFaults = fault_kinds_where<fault_has_steps>();
+constexpr auto kRequestFaults = fault_kinds_where<fault_names_request>();
 
 // vllm/config: cache_config.block_size, num_gpu_blocks, scheduler_config.*
 constexpr Row<EngineConfig> kEngineRows[] = {

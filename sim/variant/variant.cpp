@@ -3,69 +3,107 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <functional>
 #include <stdexcept>
+#include <type_traits>
 
 namespace kvsim {
 namespace {
 
+// ---- the flags: one row each ----------------------------------------------------------------
+
+struct FlagValue {
+    std::string_view name;
+    std::string_view origin;  // the PR (or fix) that brought this behaviour; empty for the oldest
+};
+
+// A flag: its name, its values in enum order, and the Variant member it sets.
+struct FlagRow {
+    std::string_view flag;
+    std::vector<FlagValue> values;
+    int (*get)(const Variant&);
+    void (*set)(Variant&, int);
+};
+
+template <auto Member>
+FlagRow flag_row(std::string_view flag, std::vector<FlagValue> values) {
+    using Enum = std::remove_cvref_t<decltype(std::declval<Variant&>().*Member)>;
+    return {flag, std::move(values), [](const Variant& v) { return static_cast<int>(v.*Member); },
+            [](Variant& v, int value) { v.*Member = static_cast<Enum>(value); }};
+}
+
+const std::vector<FlagRow>& flag_rows() {
+    static const std::vector<FlagRow> rows = {
+        flag_row<&Variant::free_order>("free_order",
+                                       {{"append_all", ""}, {"fresh_head", "#42656"}, {"fresh_head_lifo", "#51482"}}),
+        flag_row<&Variant::snapshot_rule>("snapshot_rule",
+                                          {{"none", ""}, {"eager", "#51358"}, {"every_scheduled", "#54853"}}),
+        flag_row<&Variant::stale_save>(
+            "stale_save", {{"tracker_ids", ""}, {"assert_missing", "#51358"}, {"drop_warn_rollback", "#55066"}}),
+        flag_row<&Variant::pending_load_guard>("pending_load_guard", {{"off", ""}, {"on", "#54643"}}),
+        flag_row<&Variant::pending_skip_save>("pending_skip_save", {{"none", ""}, {"is_consumer", "seed 000, rejected"}}),
+        flag_row<&Variant::multi_loser_blocks>("multi_loser_blocks", {{"empty", ""}, {"real", "#46865"}}),
+        flag_row<&Variant::save_block_refs>("save_block_refs", {{"delay_free", ""}, {"store_job_pins", "#52372"}}),
+    };
+    return rows;
+}
+
+const FlagRow& flag_named(std::string_view flag) {
+    for (const FlagRow& row : flag_rows())
+        if (row.flag == flag) return row;
+    throw std::logic_error(fmt::format("variant tables: unknown flag '{}'", flag));
+}
+
+void set_flag(Variant& v, std::string_view flag, std::string_view value) {
+    const FlagRow& row = flag_named(flag);
+    for (std::size_t i = 0; i < row.values.size(); ++i)
+        if (row.values[i].name == value) return row.set(v, static_cast<int>(i));
+    throw std::logic_error(fmt::format("variant tables: flag '{}' has no value '{}'", flag, value));
+}
+
+// ---- releases, patches, presets -------------------------------------------------------------
+
+// Release flag sets; a flag not named keeps Variant's default (the newest behaviour). Where the
+// notes could not place a PR against a tag, the description says "derived".
 struct Release {
     std::string_view name;
     std::string_view description;
     Variant flags;
 };
 
-Variant make(FreeOrder fo, SnapshotRule sr, StaleSave ss, PendingLoadGuard g, PendingSkipSave sk,
-             MultiLoserBlocks lb, SaveBlockRefs br) {
-    Variant v;
-    v.free_order = fo;
-    v.snapshot_rule = sr;
-    v.stale_save = ss;
-    v.pending_load_guard = g;
-    v.pending_skip_save = sk;
-    v.multi_loser_blocks = lb;
-    v.save_block_refs = br;
-    return v;
-}
-
-// Release flag sets. Where the notes could not place a PR against a tag, the choice
-// is marked "derived" in the description and in the issue note.
 const std::vector<Release>& releases() {
     static const std::vector<Release> table = {
         {"v0.27.1",
          "before #51358: no block-state snapshot, saves use tracker ids, store frees delayed via "
          "request_finished (L1; derived)",
-         make(FreeOrder::fresh_head, SnapshotRule::none, StaleSave::tracker_ids, PendingLoadGuard::off,
-              PendingSkipSave::none, MultiLoserBlocks::real, SaveBlockRefs::delay_free)},
+         Variant{.free_order = FreeOrder::fresh_head,
+                 .snapshot_rule = SnapshotRule::none,
+                 .stale_save = StaleSave::tracker_ids,
+                 .pending_load_guard = PendingLoadGuard::off,
+                 .save_block_refs = SaveBlockRefs::delay_free}},
         {"v0.29.0", "#51358 eager snapshot + assertion, #52372 store-job pins, no #54643 guard",
-         make(FreeOrder::fresh_head_lifo, SnapshotRule::eager, StaleSave::assert_missing,
-              PendingLoadGuard::off, PendingSkipSave::none, MultiLoserBlocks::real,
-              SaveBlockRefs::store_job_pins)},
-        {"v0.30.0", "#54643 pending-load guard, #54853 every-scheduled snapshot; assertion kept",
-         make(FreeOrder::fresh_head_lifo, SnapshotRule::every_scheduled, StaleSave::assert_missing,
-              PendingLoadGuard::on, PendingSkipSave::none, MultiLoserBlocks::real,
-              SaveBlockRefs::store_job_pins)},
+         Variant{.snapshot_rule = SnapshotRule::eager, .pending_load_guard = PendingLoadGuard::off}},
+        {"v0.30.0", "#54643 pending-load guard, #54853 every-scheduled snapshot; assertion kept", Variant{}},
     };
     return table;
 }
 
+// A patch sets one flag to one value.
 struct Patch {
     VariantPatch info;
-    std::function<void(Variant&)> apply;
+    std::string_view flag;
+    std::string_view value;
 };
 
 const std::vector<Patch>& patches() {
     static const std::vector<Patch> table = {
-        {{"003", "seed 000's backport of #54643 onto v0.29.0 (pending-load guard)"},
-         [](Variant& v) { v.pending_load_guard = PendingLoadGuard::on; }},
+        {{"003", "seed 000's backport of #54643 onto v0.29.0 (pending-load guard)"}, "pending_load_guard", "on"},
         {{"skip_save_is_consumer", "seed 000's rejected fix: pending branch uses skip_save=is_consumer"},
-         [](Variant& v) { v.pending_skip_save = PendingSkipSave::is_consumer; }},
+         "pending_skip_save", "is_consumer"},
         {{"pr54643", "upstream #54643: skip a pending LoadSpec whose load this connector does not own"},
-         [](Variant& v) { v.pending_load_guard = PendingLoadGuard::on; }},
-        {{"pr54853", "upstream #54853: snapshot every scheduled request"},
-         [](Variant& v) { v.snapshot_rule = SnapshotRule::every_scheduled; }},
-        {{"pr55066", "upstream #55066: drop a stale save with a warning and roll the watermark back"},
-         [](Variant& v) { v.stale_save = StaleSave::drop_warn_rollback; }},
+         "pending_load_guard", "on"},
+        {{"pr54853", "upstream #54853: snapshot every scheduled request"}, "snapshot_rule", "every_scheduled"},
+        {{"pr55066", "upstream #55066: drop a stale save with a warning and roll the watermark back"}, "stale_save",
+         "drop_warn_rollback"},
     };
     return table;
 }
@@ -93,6 +131,8 @@ std::string joined_names(auto const& items, auto name_of) {
 
 }  // namespace
 
+std::string_view to_string(PresetTag tag) { return enum_name(kPresetTagNames, tag); }
+
 std::optional<Variant> resolve_variant(std::string_view name, std::string* error) {
     const auto parts = split_plus(name);
     const auto base = std::find_if(releases().begin(), releases().end(),
@@ -113,7 +153,7 @@ std::optional<Variant> resolve_variant(std::string_view name, std::string* error
                                      joined_names(patches(), [](const Patch& p) { return p.info.name; }));
             return std::nullopt;
         }
-        patch->apply(v);
+        set_flag(v, patch->flag, patch->value);
     }
     v.name = std::string(name);
     return v;
@@ -127,13 +167,14 @@ Variant require_variant(std::string_view name) {
 }
 
 const std::vector<VariantPreset>& variant_presets() {
+    using enum PresetTag;
     static const std::vector<VariantPreset> table = {
-        {"v0.27.1", "release; store saves use the tracker's ids"},
-        {"v0.29.0", "release; seed 000 crashes here"},
-        {"v0.29.0+003", "v0.29.0 with seed 000's backport of #54643"},
-        {"v0.29.0+skip_save_is_consumer", "v0.29.0 with seed 000's rejected fix"},
-        {"v0.29.0+pr55066", "v0.29.0 with the stale-save guard of #55066"},
-        {"v0.30.0", "release; carries #54643 and #54853"},
+        {"v0.27.1", "release; store saves use the tracker's ids", known_broken},
+        {"v0.29.0", "release; seed 000 crashes here", known_broken},
+        {"v0.29.0+003", "v0.29.0 with seed 000's backport of #54643", clean},
+        {"v0.29.0+skip_save_is_consumer", "v0.29.0 with seed 000's rejected fix", known_broken},
+        {"v0.29.0+pr55066", "v0.29.0 with the stale-save guard of #55066", clean},
+        {"v0.30.0", "release; carries #54643 and #54853", clean, true},
     };
     return table;
 }
@@ -147,72 +188,46 @@ const std::vector<VariantPatch>& variant_patches() {
     return table;
 }
 
+std::vector<std::string> presets_with(PresetTag tag) {
+    std::vector<std::string> out;
+    for (const VariantPreset& p : variant_presets())
+        if (p.tag == tag) out.emplace_back(p.name);
+    return out;
+}
+
+std::string_view default_variant() {
+    for (const VariantPreset& p : variant_presets())
+        if (p.is_default) return p.name;
+    throw std::logic_error("variant tables: no default preset");
+}
+
 const std::vector<FlagDescription>& variant_flags() {
-    static const std::vector<FlagDescription> table = {
-        {"free_order", "append_all | fresh_head (#42656) | fresh_head_lifo (#51482)"},
-        {"snapshot_rule", "none | eager (#51358) | every_scheduled (#54853)"},
-        {"stale_save", "tracker_ids | assert_missing (#51358) | drop_warn_rollback (#55066)"},
-        {"pending_load_guard", "off | on (#54643)"},
-        {"pending_skip_save", "none | is_consumer (seed 000, rejected)"},
-        {"multi_loser_blocks", "empty | real (#46865)"},
-        {"save_block_refs", "delay_free | store_job_pins (#52372)"},
-    };
+    static const std::vector<FlagDescription> table = [] {
+        std::vector<FlagDescription> out;
+        for (const FlagRow& row : flag_rows()) {
+            std::string values;
+            for (const FlagValue& value : row.values) {
+                if (!values.empty()) values += " | ";
+                values += value.origin.empty() ? std::string(value.name)
+                                               : fmt::format("{} ({})", value.name, value.origin);
+            }
+            out.push_back({row.flag, std::move(values)});
+        }
+        return out;
+    }();
     return table;
 }
 
-namespace {
-std::string_view name_of(FreeOrder v) {
-    switch (v) {
-        case FreeOrder::append_all: return "append_all";
-        case FreeOrder::fresh_head: return "fresh_head";
-        case FreeOrder::fresh_head_lifo: return "fresh_head_lifo";
-    }
-    return "?";
-}
-std::string_view name_of(SnapshotRule v) {
-    switch (v) {
-        case SnapshotRule::none: return "none";
-        case SnapshotRule::eager: return "eager";
-        case SnapshotRule::every_scheduled: return "every_scheduled";
-    }
-    return "?";
-}
-std::string_view name_of(StaleSave v) {
-    switch (v) {
-        case StaleSave::tracker_ids: return "tracker_ids";
-        case StaleSave::assert_missing: return "assert_missing";
-        case StaleSave::drop_warn_rollback: return "drop_warn_rollback";
-    }
-    return "?";
-}
-std::string_view name_of(PendingLoadGuard v) { return v == PendingLoadGuard::on ? "on" : "off"; }
-std::string_view name_of(PendingSkipSave v) { return v == PendingSkipSave::is_consumer ? "is_consumer" : "none"; }
-std::string_view name_of(MultiLoserBlocks v) { return v == MultiLoserBlocks::real ? "real" : "empty"; }
-std::string_view name_of(SaveBlockRefs v) {
-    return v == SaveBlockRefs::store_job_pins ? "store_job_pins" : "delay_free";
-}
-}  // namespace
-
 std::vector<std::string> variant_flag_values(const Variant& v) {
-    return {std::string(name_of(v.free_order)),         std::string(name_of(v.snapshot_rule)),
-            std::string(name_of(v.stale_save)),         std::string(name_of(v.pending_load_guard)),
-            std::string(name_of(v.pending_skip_save)),  std::string(name_of(v.multi_loser_blocks)),
-            std::string(name_of(v.save_block_refs))};
+    std::vector<std::string> out;
+    for (const FlagRow& row : flag_rows()) out.emplace_back(row.values.at(static_cast<std::size_t>(row.get(v))).name);
+    return out;
 }
 
-std::string variants_table() {
-    std::vector<std::vector<std::string>> rows;
-    std::vector<std::string> header = {"variant"};
-    for (const auto& f : variant_flags()) header.emplace_back(f.flag);
-    rows.push_back(header);
-    for (const auto& preset : variant_presets()) {
-        std::string error;
-        const auto v = resolve_variant(preset.name, &error);
-        std::vector<std::string> row = {std::string(preset.name)};
-        for (auto& value : variant_flag_values(*v)) row.push_back(std::move(value));
-        rows.push_back(std::move(row));
-    }
-    std::vector<std::size_t> width(header.size(), 0);
+namespace {
+
+std::string aligned_columns(const std::vector<std::vector<std::string>>& rows) {
+    std::vector<std::size_t> width(rows.front().size(), 0);
     for (const auto& row : rows)
         for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
     std::string out;
@@ -222,6 +237,23 @@ std::string variants_table() {
         while (!line.empty() && line.back() == ' ') line.pop_back();
         out += line + "\n";
     }
+    return out;
+}
+
+}  // namespace
+
+std::string variants_table() {
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> header = {"variant", "tag"};
+    for (const auto& f : variant_flags()) header.emplace_back(f.flag);
+    rows.push_back(header);
+    for (const auto& preset : variant_presets()) {
+        std::vector<std::string> row = {std::string(preset.name),
+                                        fmt::format("{}{}", to_string(preset.tag), preset.is_default ? ",default" : "")};
+        for (auto& value : variant_flag_values(require_variant(preset.name))) row.push_back(std::move(value));
+        rows.push_back(std::move(row));
+    }
+    std::string out = aligned_columns(rows);
     out += "\nflags:\n";
     for (const auto& f : variant_flags()) out += fmt::format("  {:<20} {}\n", f.flag, f.values);
     out += "\npatches (compose with '+', applied left to right):\n";

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/common/enum_names.h"
+
 namespace kvsim {
 
 // BlockPool.free_blocks: where freed blocks re-enter the free queue.
@@ -41,7 +43,7 @@ enum class MultiLoserBlocks { empty, real /* #46865 */ };
 enum class SaveBlockRefs { delay_free, store_job_pins /* #52372 */ };
 
 struct Variant {
-    std::string name;
+    std::string name = {};
     FreeOrder free_order = FreeOrder::fresh_head_lifo;
     SnapshotRule snapshot_rule = SnapshotRule::every_scheduled;
     StaleSave stale_save = StaleSave::assert_missing;
@@ -51,9 +53,20 @@ struct Variant {
     SaveBlockRefs save_block_refs = SaveBlockRefs::store_job_pins;
 };
 
+// What is known of a preset: whether it runs every property suite cleanly, or carries a
+// defect kvsim reproduces.
+enum class PresetTag { clean, known_broken };
+inline constexpr EnumNames<PresetTag, 2> kPresetTagNames = {{
+    {PresetTag::clean, "clean"},
+    {PresetTag::known_broken, "known_broken"},
+}};
+std::string_view to_string(PresetTag tag);
+
 struct VariantPreset {
     std::string_view name;
     std::string_view description;
+    PresetTag tag;
+    bool is_default = false;  // what `kvsim explore` and the fuzz target run when given none
 };
 
 struct VariantPatch {
@@ -69,11 +82,15 @@ Variant require_variant(std::string_view name);
 
 const std::vector<VariantPreset>& variant_presets();
 const std::vector<VariantPatch>& variant_patches();
+// The presets with `tag`, in table order.
+std::vector<std::string> presets_with(PresetTag tag);
+// The preset tools run when given no variant.
+std::string_view default_variant();
 
-// One row per flag: the flag name, and its value for a resolved variant.
+// One row per flag: the flag name, and its values with the PR that brought each.
 struct FlagDescription {
     std::string_view flag;
-    std::string_view values;  // "a | b (#PR) | c (#PR)"
+    std::string values;  // "a | b (#PR) | c (#PR)"
 };
 const std::vector<FlagDescription>& variant_flags();
 std::vector<std::string> variant_flag_values(const Variant& v);  // same order as variant_flags()

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sim/common/model_check.h"
 #include "sim/common/upstream_assertion.h"
 #include "sim/common/event_log.h"
 
@@ -11,9 +12,7 @@ namespace {
 
 constexpr const char* kSchedulerPy = "vllm/v1/core/sched/scheduler.py";
 
-void model_check(bool condition, const char* what) {
-    if (!condition) throw std::logic_error(std::string("scheduler model: ") + what);
-}
+constexpr ModelCheck model_check{"scheduler model"};
 
 int cdiv(int a, int b) { return (a + b - 1) / b; }
 

@@ -1,0 +1,25 @@
+#pragma once
+// The model's own assertions: a failed one is a kvsim bug, not upstream behaviour. It throws
+// std::logic_error, which the run harness reports as an internal error.
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string_view>
+#include <utility>
+
+namespace kvsim {
+
+// One per component, e.g. `constexpr ModelCheck require{"BlockPool"};` then
+// `require(ok, "block {} is not free", id)`: the message is "BlockPool: block 7 is not free",
+// and its arguments are formatted only on failure.
+struct ModelCheck {
+    std::string_view component;
+
+    template <class... Args>
+    void operator()(bool ok, fmt::format_string<Args...> what, Args&&... args) const {
+        if (!ok)
+            throw std::logic_error(fmt::format("{}: {}", component, fmt::format(what, std::forward<Args>(args)...)));
+    }
+};
+
+}  // namespace kvsim
