@@ -6,9 +6,9 @@
 #include <optional>
 
 #include "cli/commands.h"
-#include "cli/verdict_line.h"
 #include "properties/harness/exit_codes.h"
 #include "properties/harness/matrix.h"
+#include "properties/harness/verdict_line.h"
 #include "sim/trace/input_error.h"
 #include "sim/trace/trace_parser.h"
 
@@ -69,8 +69,7 @@ std::optional<std::vector<Variant>> resolve_variants(const std::vector<std::stri
 void print_verdict_lines(const Matrix& matrix, const MatrixOptions& options) {
     for (const auto& row : matrix.rows)
         for (std::size_t t = 0; t < row.cells.size(); ++t)
-            std::cout << verdict_line(row.cells[t].result, options.traces[t], row.variant,
-                                      to_string(row.cells[t].expectation))
+            std::cout << verdict_line(row.cells[t].result, options.traces[t], row.variant, row.cells[t].expectation)
                       << "\n";
 }
 

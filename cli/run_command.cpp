@@ -6,10 +6,10 @@
 
 #include "cli/commands.h"
 #include "cli/trace_and_variant.h"
-#include "cli/verdict_line.h"
 #include "properties/harness/exit_codes.h"
 #include "properties/harness/run_json.h"
 #include "properties/harness/run_trace.h"
+#include "properties/harness/verdict_line.h"
 
 namespace kvsim::cli {
 namespace {
@@ -44,9 +44,7 @@ int run_run(const RunCommandOptions& opts) {
     if (opts.json)
         std::cout << run_json(result, opts.trace_path, variant_name, expectation).dump(2) << "\n";
     else
-        std::cout << verdict_line(result, opts.trace_path, variant_name,
-                                  expectation_note(loaded->trace, result, variant_name))
-                  << "\n";
+        std::cout << verdict_line(result, opts.trace_path, variant_name, expectation) << "\n";
     return result.internal_error ? exit_code::kInternalError : exit_code::of(result.verdict);
 }
 

@@ -15,16 +15,7 @@ std::string connector_of(const UpstreamSite& site) {
 
 }  // namespace
 
-std::string_view to_string(FindingKind kind) {
-    switch (kind) {
-        case FindingKind::violation: return "violation";
-        case FindingKind::crash: return "crash";
-        case FindingKind::liveness: return "liveness";
-        case FindingKind::nondeterminism: return "nondeterminism";
-        case FindingKind::internal: return "internal";
-    }
-    return "?";
-}
+std::string_view to_string(FindingKind kind) { return enum_name(kFindingKindNames, kind); }
 
 UpstreamSite parse_upstream_site(std::string_view site) {
     const auto space = site.find(' ');

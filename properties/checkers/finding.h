@@ -8,11 +8,19 @@
 #include <vector>
 
 #include "properties/checkers/checker.h"
+#include "sim/common/enum_names.h"
 #include "sim/common/event_log.h"
 
 namespace kvsim {
 
 enum class FindingKind { violation, crash, liveness, nondeterminism, internal };
+inline constexpr EnumNames<FindingKind, 5> kFindingKindNames = {{
+    {FindingKind::violation, "violation"},
+    {FindingKind::crash, "crash"},
+    {FindingKind::liveness, "liveness"},
+    {FindingKind::nondeterminism, "nondeterminism"},
+    {FindingKind::internal, "internal"},
+}};
 std::string_view to_string(FindingKind kind);
 
 // Where upstream fails: "vllm/v1/core/sched/scheduler.py" and "Scheduler._free_blocks".

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "properties/harness/verdict_line.h"
+#include "sim/common/enum_names.h"
 #include "sim/trace/trace_parser.h"
 
 namespace kvsim::propgen {
@@ -108,17 +110,17 @@ Family family_of(std::string_view finding) {
 }
 
 std::string_view to_string(Family family) {
-    switch (family) {
-        case Family::snapshot_access: return "snapshot and block access";
-        case Family::block_pool: return "block pool";
-        case Family::request_state: return "request state";
-        case Family::other: return "other";
-    }
-    return "?";
+    static constexpr EnumNames<Family, 4> kNames = {{
+        {Family::snapshot_access, "snapshot and block access"},
+        {Family::block_pool, "block pool"},
+        {Family::request_state, "request state"},
+        {Family::other, "other"},
+    }};
+    return enum_name(kNames, family);
 }
 
 std::string repro_command(std::string_view variant, std::string_view file) {
-    return fmt::format("kvsim run {} --variant {}", file, variant);
+    return kvsim::repro_command(file, variant);
 }
 
 std::string failure_report(const Trace& trace, std::string_view variant, const RunResult& result,

@@ -15,11 +15,7 @@ ExpectationCheck check_expectation(const Trace& trace, const RunResult& result, 
 }
 
 std::string to_string(const ExpectationCheck& check) {
-    switch (check.status) {
-        case ExpectationStatus::none: return "none";
-        case ExpectationStatus::met: return "met";
-        case ExpectationStatus::unmet: break;
-    }
+    if (check.status != ExpectationStatus::unmet) return std::string(to_string(check.status));
     const Expectation& e = *check.expected;
     return fmt::format("UNMET(expected {}{}{})", to_string(e.verdict), e.signature.empty() ? "" : " ", e.signature);
 }

@@ -5,11 +5,18 @@
 #include <string_view>
 
 #include "properties/harness/run_trace.h"
+#include "sim/common/enum_names.h"
 #include "sim/trace/trace.h"
 
 namespace kvsim {
 
 enum class ExpectationStatus { none, met, unmet };
+inline constexpr EnumNames<ExpectationStatus, 3> kExpectationStatusNames = {{
+    {ExpectationStatus::none, "none"},
+    {ExpectationStatus::met, "met"},
+    {ExpectationStatus::unmet, "unmet"},
+}};
+inline std::string_view to_string(ExpectationStatus status) { return enum_name(kExpectationStatusNames, status); }
 
 struct ExpectationCheck {
     ExpectationStatus status = ExpectationStatus::none;

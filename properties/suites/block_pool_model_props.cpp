@@ -36,14 +36,7 @@ struct PoolConfig {
     FreeOrder order = FreeOrder::fresh_head_lifo;
 };
 
-std::string_view name_of(FreeOrder o) {
-    switch (o) {
-        case FreeOrder::append_all: return "append_all";
-        case FreeOrder::fresh_head: return "fresh_head";
-        case FreeOrder::fresh_head_lifo: return "fresh_head_lifo";
-    }
-    return "?";
-}
+std::string_view name_of(FreeOrder o) { return variant_flag_value(Variant{.free_order = o}, "free_order"); }
 
 // ---------------------------------------------------------------- the reference model
 

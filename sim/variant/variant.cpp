@@ -218,6 +218,11 @@ const std::vector<FlagDescription>& variant_flags() {
     return table;
 }
 
+std::string_view variant_flag_value(const Variant& v, std::string_view flag) {
+    const FlagRow& row = flag_named(flag);
+    return row.values.at(static_cast<std::size_t>(row.get(v))).name;
+}
+
 std::vector<std::string> variant_flag_values(const Variant& v) {
     std::vector<std::string> out;
     for (const FlagRow& row : flag_rows()) out.emplace_back(row.values.at(static_cast<std::size_t>(row.get(v))).name);

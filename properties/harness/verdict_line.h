@@ -1,0 +1,25 @@
+#pragma once
+// How a run is reported: the one verdict line every run ends with, the command that reproduces
+// it, and the whole result as JSON (`kvsim run --json`).
+#include <string>
+#include <string_view>
+
+#include "properties/harness/expectation_check.h"
+#include "properties/harness/run_json.h"
+#include "properties/harness/run_trace.h"
+
+namespace kvsim {
+
+std::string repro_command(std::string_view trace_path, std::string_view variant);
+
+// verdict, trace, variant, steps, digest, signature and message when failing, the expectation
+// check, and the command that reproduces the run.
+std::string verdict_line(const RunResult& result, std::string_view trace_path, std::string_view variant,
+                         const ExpectationCheck& expectation);
+
+// run_result_json plus the trace, the variant, the expectation check ({status, expected: {verdict,
+// signature} or null}) and the repro command.
+Json run_json(const RunResult& result, std::string_view trace_path, std::string_view variant,
+              const ExpectationCheck& expectation);
+
+}  // namespace kvsim
