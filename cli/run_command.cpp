@@ -42,7 +42,7 @@ int run_run(const RunCommandOptions& opts) {
     }
     const ExpectationCheck expectation = check_expectation(loaded->trace, result, variant_name);
     if (opts.json)
-        std::cout << run_json(result, opts.trace_path, variant_name, expectation).dump(2) << "\n";
+        std::cout << run_json(loaded->trace, result, opts.trace_path, variant_name, expectation).dump(2) << "\n";
     else
         std::cout << verdict_line(result, opts.trace_path, variant_name, expectation) << "\n";
     return result.internal_error ? exit_code::kInternalError : exit_code::of(result.verdict);

@@ -20,9 +20,11 @@ std::string verdict_line(const RunResult& result, std::string_view trace_path, s
     return line;
 }
 
-Json run_json(const RunResult& result, std::string_view trace_path, std::string_view variant,
+Json run_json(const Trace& trace, const RunResult& result, std::string_view trace_path, std::string_view variant,
               const ExpectationCheck& expectation) {
-    Json out = {{"trace", trace_path}, {"variant", variant}};
+    Json connectors = Json::array();
+    for (const ConnectorSpec& c : trace.connectors) connectors.push_back({{"kind", c.kind}, {"role", to_string(c.role)}});
+    Json out = {{"trace", trace_path}, {"connectors", connectors}, {"variant", variant}};
     out.update(run_result_json(result));
     Json expected = nullptr;
     if (expectation.expected)

@@ -17,9 +17,10 @@ std::string repro_command(std::string_view trace_path, std::string_view variant)
 std::string verdict_line(const RunResult& result, std::string_view trace_path, std::string_view variant,
                          const ExpectationCheck& expectation);
 
-// run_result_json plus the trace, the variant, the expectation check ({status, expected: {verdict,
-// signature} or null}) and the repro command.
-Json run_json(const RunResult& result, std::string_view trace_path, std::string_view variant,
+// run_result_json plus the trace, its connector stack ([{kind, role}] in trace order), the
+// variant, the expectation check ({status, expected: {verdict, signature} or null}) and the
+// repro command.
+Json run_json(const Trace& trace, const RunResult& result, std::string_view trace_path, std::string_view variant,
               const ExpectationCheck& expectation);
 
 }  // namespace kvsim

@@ -221,7 +221,7 @@ std::optional<Scheduler::WaitingMatch> Scheduler::match_waiting_prefix(Request& 
         // is all of it and the sub-block tail reconciliation never applies.
         const MatchResult match = connector_->get_num_new_matched_tokens(req, m.num_local);
         if (!match.num_tokens) {
-            log_.event(EventCategory::lookup, "{request} pending").request(req.id());
+            log_.event(EventCategory::lookup, "{request} pending").request(req.id()).flag("pending", true);
             return std::nullopt;
         }
         m.num_external = *match.num_tokens;
