@@ -68,6 +68,26 @@ TEST_CASE("check-layering passes on the tree and fails on an include that runs b
     REQUIRE_THAT(planted.out, Catch::Contains(", 1 back-edges"));
 }
 
+TEST_CASE("check-layering fails when README.md's layout table and the floors disagree", "[repo]") {
+    const fs::path root = copy_of_tree("layering-readme");
+    fs::copy_file(kSource / "README.md", root / "README.md");
+    REQUIRE(run_script("check-layering", root).exit_code == 0);
+
+    std::string readme = slurp(root / "README.md");
+    const std::string row = "| 6 | `sim/engine/` |";
+    REQUIRE(readme.find(row) != std::string::npos);
+    readme.replace(readme.find(row), row.size(), "| 3 | `sim/engine/` |");
+    std::ofstream(root / "README.md", std::ios::binary | std::ios::trunc) << readme;
+    const auto moved = run_script("check-layering", root);
+    REQUIRE(moved.exit_code != 0);
+    REQUIRE_THAT(moved.err, Catch::Contains("puts sim/engine/ on floor 3, not 6"));
+
+    fs::create_directories(root / "sim/newfolder");
+    append(root / "sim/newfolder/thing.h", "#pragma once\n");
+    const auto unlisted = run_script("check-layering", root);
+    REQUIRE_THAT(unlisted.err, Catch::Contains("folder sim/newfolder has no floor"));
+}
+
 TEST_CASE("check-function-length passes on the tree and fails on a new long function", "[repo]") {
     const auto clean = run_script("check-function-length", kSource);
     INFO(clean.err);
