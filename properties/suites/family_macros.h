@@ -1,6 +1,12 @@
 #pragma once
-// One Catch2 test per clean preset (test names may not hold , ; [ ]).
-#define KVSIM_CLEAN_PRESET_TESTS(TITLE, TAGS, BODY)                 \
-    TEST_CASE(TITLE " under v0.29.0+003", TAGS) { BODY("v0.29.0+003"); } \
-    TEST_CASE(TITLE " under v0.30.0", TAGS) { BODY("v0.30.0"); }         \
-    TEST_CASE(TITLE " under v0.29.0+pr55066", TAGS) { BODY("v0.29.0+pr55066"); }
+// One Catch2 test per invariant family, with a section per clean preset of the variant table.
+#include <string>
+
+#include "sim/variant/variant.h"
+
+#define KVSIM_CLEAN_PRESET_TESTS(TITLE, TAGS, BODY)                                   \
+    TEST_CASE(TITLE " under every clean preset", TAGS) {                              \
+        const std::vector<std::string> presets = presets_with(PresetTag::clean);     \
+        REQUIRE(presets.size() >= 2);                                                 \
+        for (const std::string& preset : presets) DYNAMIC_SECTION(preset) { BODY(preset); } \
+    }
