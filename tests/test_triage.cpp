@@ -210,29 +210,24 @@ TEST_CASE("triage matches known-finding conditions on typed fields; a new cause 
     // seed 000 under v0.29.0: MultiConnector(p2p, store), the store child's pending-load save of r2
     const Sandbox box("triage-conditions");
     const auto a = box.artifact("crash-seed000", kArtifactA);
-    const std::string holds = "v0.29.0 crash:missing_current_block_table name=pending_save stack~p2p,store "
-                              "event~meta,connector=store,action=save,request=$request seed 000\n";
-    const std::string fails = "v0.29.0 crash:missing_current_block_table name=other_cause stack~store,p2p "
-                              "event~meta,connector=store,action=save,request=$request another cause\n";
-    SECTION("every condition holds: known, filed apart under <signature>~<ID>") {
-        const auto r = box.triage("--known " + box.artifact("known.txt", holds) + " " + a);
+    const auto triage_with = [&](const std::string& stack, const std::string& action) {
+        const std::string entry = "v0.29.0 crash:missing_current_block_table name=pending_save stack~" + stack +
+                                  " event~meta,connector=store,action=" + action + ",request=$request seed 000\n";
+        const auto r = box.triage("--known " + box.artifact("known.txt", entry) + " " + a);
         INFO(r.out);
-        REQUIRE(r.exit_code == 0);
-        REQUIRE_THAT(r.out, Catch::Contains("0 new finding(s), 1 known"));
-        REQUIRE(fs::exists(box.dir / "findings" / "v0.29.0" / "crash:missing_current_block_table~pending_save"));
+        CHECK(r.exit_code == 0);
+        return r.out;
+    };
+    const fs::path findings = box.dir / "findings" / "v0.29.0";
+    SECTION("every condition holds: known, filed apart under <signature>~<ID>") {
+        REQUIRE_THAT(triage_with("p2p,store", "save"), Catch::Contains("0 new finding(s), 1 known"));
+        REQUIRE(fs::exists(findings / "crash:missing_current_block_table~pending_save"));
     }
     SECTION("a condition fails (the stack is the other way round): new") {
-        const auto r = box.triage("--known " + box.artifact("known.txt", fails) + " " + a);
-        INFO(r.out);
-        REQUIRE(r.exit_code == 0);
-        REQUIRE_THAT(r.out, Catch::Contains("1 new finding(s), 0 known"));
-        REQUIRE(fs::exists(box.dir / "findings" / "v0.29.0" / "crash:missing_current_block_table"));
+        REQUIRE_THAT(triage_with("store,p2p", "save"), Catch::Contains("1 new finding(s), 0 known"));
+        REQUIRE(fs::exists(findings / "crash:missing_current_block_table"));
     }
     SECTION("an event condition on a field value the replay never has: new") {
-        std::string no_event = holds;
-        no_event.replace(no_event.find("action=save"), 11, "action=load");
-        const auto r = box.triage("--known " + box.artifact("known.txt", no_event) + " " + a);
-        INFO(r.out);
-        REQUIRE_THAT(r.out, Catch::Contains("1 new finding(s), 0 known"));
+        REQUIRE_THAT(triage_with("p2p,store", "load"), Catch::Contains("1 new finding(s), 0 known"));
     }
 }
