@@ -44,7 +44,10 @@ void MooncakeConnectorWorker::start_load_kv(int step, const MooncakeConnectorMet
     for (const auto& pull : meta.reqs_to_recv) {
         const bool failed = env_.faults != nullptr && env_.faults->take_load_failure(pull.req_id);
         const int delay = env_.draw_load_delay();
-        pulls_.push_back({pull.req_id, pull.local_block_ids, step + delay, failed});
+        pulls_.push_back({.req_id = pull.req_id,
+                          .local_block_ids = pull.local_block_ids,
+                          .done_step = step + delay,
+                          .failed = failed});
         log(failed ? "pull {request} {blocks} answers at step {answer_step} (load_fail)"
                    : "pull {request} {blocks} answers at step {answer_step}",
             "pull", pull.req_id)
@@ -75,7 +78,7 @@ void MooncakeConnectorWorker::record_send_reqs(int step, const MooncakeConnector
                 .integer("pull_step", slot.pull_step);
         } else if (!send_slots_.contains(send.req_id)) {
             // From update_state_after_alloc: create the (not ready) slot.
-            send_slots_[send.req_id] = SendSlot{send.req_id, {}, false, 0};
+            send_slots_[send.req_id] = SendSlot{.p_req_id = send.req_id, .local_block_ids = {}, .ready = false, .pull_step = 0};
         }
     }
     // Upstream iterates a Python set (hash order); kvsim uses sorted order.
