@@ -7,11 +7,13 @@
 
 namespace kvsim {
 
-MooncakeConnectorWorker::MooncakeConnectorWorker(const ConnectorSpec& spec, WorkerEnv& env)
+MooncakeConnectorWorker::MooncakeConnectorWorker(const ConnectorSpec& spec, WorkerEnv& env,
+                                                 MooncakeWorkerOptions options)
     : spec_(spec),
       env_(env),
       is_kv_producer_(spec.role == KvRole::kv_producer),
-      is_kv_consumer_(spec.role == KvRole::kv_consumer) {}
+      is_kv_consumer_(spec.role == KvRole::kv_consumer),
+      options_(options) {}
 
 EventBuilder MooncakeConnectorWorker::log(std::string format, const char* action, const std::string& req_id) {
     EventBuilder event(env_.log, EventCategory::p2p, std::move(format));
@@ -131,7 +133,7 @@ KVConnectorOutput MooncakeConnectorWorker::get_finished(int step, const std::set
                 if (env_.observer != nullptr)
                     env_.observer->load_written(pull.req_id, flatten_blocks(pull.local_block_ids), "p2p");
                 out.finished_recving.insert(pull.req_id);
-            } else if (report_empty_pulls_) {
+            } else if (options_.report_empty_pulls) {
                 out.finished_recving.insert(pull.req_id);
                 log_pull_result(pull.req_id, true, true, true);
             } else {

@@ -49,17 +49,6 @@ const RequestTracker* MooncakeStoreScheduler::tracker(const std::string& req_id)
     return it == request_trackers_.end() ? nullptr : &it->second;
 }
 
-RequestTracker& MooncakeStoreScheduler::tracker_for_test(const std::string& req_id) {
-    RequestTracker& t = request_trackers_[req_id];
-    t.req_id = req_id;
-    return t;
-}
-
-void MooncakeStoreScheduler::set_unfinished_for_test(const Request& request, GroupBlockIds block_ids) {
-    unfinished_requests_[request.id()] = {.request = &request, .block_ids = std::move(block_ids)};
-    unfinished_request_ids_.insert(request.id());
-}
-
 MatchResult MooncakeStoreScheduler::get_num_new_matched_tokens(Request& request, int num_computed_tokens) {
     if (!spec_.enable_lookup) return {.num_tokens = 0, .load_async = false};
     // Without partial hash hits, prompts shorter than one block are not looked up.
