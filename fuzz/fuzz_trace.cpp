@@ -95,7 +95,9 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     // fork/jobs mode re-runs this binary with libFuzzer's view of argv: keep the variant in the environment
     setenv("KVSIM_FUZZ_VARIANT", name.c_str(), 1);
     const char* determinism = std::getenv("KVSIM_FUZZ_DETERMINISM");
-    g_campaign = new Campaign{name, *variant, !(determinism != nullptr && std::strcmp(determinism, "0") == 0)};
+    g_campaign = new Campaign{.variant_name = name,
+                              .variant = *variant,
+                              .check_determinism = !(determinism != nullptr && std::strcmp(determinism, "0") == 0)};
     std::fprintf(stderr, "kvsim_fuzz_trace: variant=%s determinism=%s\n", name.c_str(),
                  g_campaign->check_determinism ? "on" : "off");
     return 0;

@@ -14,6 +14,25 @@
 #include "sim/variant/variant.h"
 #include "sim/environment/fault_schedule.h"
 
+namespace kvsim {
+
+// Direct access to MooncakeStoreScheduler's dicts (its friend), as upstream's unit tests poke them.
+struct StoreSchedulerTestAccess {
+    static std::map<std::string, LoadSpec>& load_specs(MooncakeStoreScheduler& s) { return s.load_specs_; }
+    // The tracker of `req_id`, created (with its id) when missing.
+    static RequestTracker& tracker(MooncakeStoreScheduler& s, const std::string& req_id) {
+        RequestTracker& t = s.request_trackers_[req_id];
+        t.req_id = req_id;
+        return t;
+    }
+    static void set_unfinished(MooncakeStoreScheduler& s, const Request& request, GroupBlockIds block_ids) {
+        s.unfinished_requests_[request.id()] = {.request = &request, .block_ids = std::move(block_ids)};
+        s.unfinished_request_ids_.insert(request.id());
+    }
+};
+
+}  // namespace kvsim
+
 namespace kvsim::store_testing {
 
 using Ids = std::vector<BlockId>;
@@ -96,13 +115,20 @@ struct StoreFixture {
     // upstream _add_unfinished_request: entry ([0, 1],), tracker 44 tokens / ([0, 1],) / watermark 32.
     Request& running_request(const std::string& id, int num_tokens, int prefill_end_tokens) {
         Request& req = request(id, num_tokens);
-        scheduler->set_unfinished_for_test(req, Groups{{0, 1}});
-        RequestTracker& t = scheduler->tracker_for_test(id);
+        set_unfinished(req, Groups{{0, 1}});
+        RequestTracker& t = tracker(id);
         t.token_len = 44;
         t.allocated_block_ids = Groups{{0, 1}};
         t.num_saved_tokens = 32;
         t.prefill_end_tokens = prefill_end_tokens;
         return req;
+    }
+
+    // The scheduler's dicts, through StoreSchedulerTestAccess.
+    std::map<std::string, LoadSpec>& load_specs() { return StoreSchedulerTestAccess::load_specs(*scheduler); }
+    RequestTracker& tracker(const std::string& id) { return StoreSchedulerTestAccess::tracker(*scheduler, id); }
+    void set_unfinished(const Request& req, Groups block_ids) {
+        StoreSchedulerTestAccess::set_unfinished(*scheduler, req, std::move(block_ids));
     }
 
     std::shared_ptr<const StoreMetadata> build(const SchedulerOutput& out) {

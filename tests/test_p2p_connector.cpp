@@ -487,8 +487,7 @@ TEST_CASE("p2p worker notify-only pull is reported on success but not on failure
     CHECK(out.invalid_block_ids.empty());
     CHECK_FALSE(w.busy());
 
-    MooncakeConnectorWorker quiet(p2p_spec(KvRole::kv_consumer), rig.env);
-    quiet.set_report_empty_pulls(false);
+    MooncakeConnectorWorker quiet(p2p_spec(KvRole::kv_consumer), rig.env, {.report_empty_pulls = false});
     quiet.execute(4, output_with(pulls({{"g", {}}})));
     CHECK(quiet.get_finished(5, {}).finished_recving.empty());
     CHECK_FALSE(quiet.busy());

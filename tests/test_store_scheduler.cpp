@@ -134,7 +134,7 @@ TEST_CASE("store lookup: an async lookup stays pending under the fault and answe
 TEST_CASE("store update_state_after_alloc: the winner records its blocks and a loser records ()", "[store]") {
     StoreFixture f;
     Request& req = f.request("req-0", 48);
-    f.scheduler->load_specs_for_test()["req-0"] = LoadSpec{0, 48, false, 0};
+    f.load_specs()["req-0"] = LoadSpec{0, 48, false, 0};
     f.scheduler->update_state_after_alloc(req, one_group({1, 2, 3}), 48);
     CHECK(f.scheduler->unfinished_entry("req-0")->block_ids == Groups{{1, 2, 3}});
     CHECK(f.scheduler->load_specs().at("req-0").can_load);
@@ -144,7 +144,7 @@ TEST_CASE("store update_state_after_alloc: the winner records its blocks and a l
     CHECK_FALSE(f.scheduler->load_specs().at("req-0").can_load);
     CHECK(f.scheduler->unfinished_request_ids().contains("req-0"));
 
-    f.scheduler->load_specs_for_test()["req-0"] = LoadSpec{0, 48, false, 0};
+    f.load_specs()["req-0"] = LoadSpec{0, 48, false, 0};
     const auto e = assertion_of([&] { f.scheduler->update_state_after_alloc(req, one_group({1, 2, 3}), 16); });
     REQUIRE(e);
     CHECK(e->id() == "store_load_token_mismatch");
@@ -157,7 +157,7 @@ TEST_CASE("store update_state_after_alloc: the winner records its blocks and a l
 TEST_CASE("store pending branch: a MultiConnector loser's LoadSpec is dropped under #54643", "[store]") {
     StoreFixture f("v0.30.0");
     Request& req = f.request("req-0", 48);
-    f.scheduler->load_specs_for_test()["req-0"] = LoadSpec{0, 48, false, 0};
+    f.load_specs()["req-0"] = LoadSpec{0, 48, false, 0};
     f.scheduler->update_state_after_alloc(req, one_group({1, 2}), 0);
     auto meta = f.build(pending_step());
     CHECK(f.scheduler->unfinished_entry("req-0")->block_ids.empty());
@@ -183,7 +183,7 @@ TEST_CASE("store pending branch: the seed 000 table for kv_consumer and kv_both"
             INFO(row.variant << " " << to_string(role));
             StoreFixture f(row.variant, role);
             Request& req = f.request("req-0", 48);
-            f.scheduler->load_specs_for_test()["req-0"] = LoadSpec{0, 48, false, 0};
+            f.load_specs()["req-0"] = LoadSpec{0, 48, false, 0};
             f.scheduler->update_state_after_alloc(req, one_group({1, 2, 3}), 0);
             // The block state the core builds while req-0 waits for the other connector's load: no entry.
             const SchedulerOutput out = pending_step(Snapshot{{"other", {9}}});
@@ -219,7 +219,7 @@ TEST_CASE("store pending branch: a 48-token prompt fully in the store crashes v0
 TEST_CASE("store v0.29.0: a save in a step without any block state asserts", "[store]") {
     StoreFixture f("v0.29.0");
     Request& req = f.request("req-0", 48);
-    f.scheduler->load_specs_for_test()["req-0"] = LoadSpec{0, 48, false, 0};
+    f.load_specs()["req-0"] = LoadSpec{0, 48, false, 0};
     f.scheduler->update_state_after_alloc(req, one_group({1, 2, 3}), 0);
     const auto e = assertion_of([&] { f.build(pending_step()); });
     REQUIRE(e);
@@ -230,7 +230,7 @@ TEST_CASE("store v0.29.0: a save in a step without any block state asserts", "[s
 TEST_CASE("store v0.27.1: the loser's pending save keeps the tracker's () ids", "[store]") {
     StoreFixture f("v0.27.1");
     Request& req = f.request("req-0", 48);
-    f.scheduler->load_specs_for_test()["req-0"] = LoadSpec{0, 48, false, 0};
+    f.load_specs()["req-0"] = LoadSpec{0, 48, false, 0};
     f.scheduler->update_state_after_alloc(req, one_group({1, 2, 3}), 0);
     auto meta = f.build(pending_step());
     REQUIRE(meta->requests.size() == 1);
@@ -246,8 +246,8 @@ TEST_CASE("store v0.27.1: the loser's pending save keeps the tracker's () ids", 
 TEST_CASE("store pending branch: a pending load does not co-queue a save", "[store]") {
     StoreFixture f;
     Request& req = f.request("req-0", 48);
-    f.scheduler->set_unfinished_for_test(req, Groups{{0, 1, 2}});
-    f.scheduler->load_specs_for_test()["req-0"] = LoadSpec{0, 48, true, 0};
+    f.set_unfinished(req, Groups{{0, 1, 2}});
+    f.load_specs()["req-0"] = LoadSpec{0, 48, true, 0};
     auto meta = f.build(pending_step());
     REQUIRE(meta->requests.size() == 1);
     const ReqMeta& m = meta->requests[0];
@@ -300,7 +300,7 @@ TEST_CASE("store cached step: decode tracking is skipped without save_decode_cac
         INFO(to_string(role));
         StoreFixture f("v0.29.0", role);
         f.running_request("req-0", 48, 32);
-        RequestTracker& t = f.scheduler->tracker_for_test("req-0");
+        RequestTracker& t = f.tracker("req-0");
         t.token_len = 47;
         t.allocated_block_ids = Groups{{0, 1, 2}};
         auto meta = f.build(cached_step("req-0", std::nullopt, 47, 1, Snapshot{{"req-0", {0, 1, 2}}}));
@@ -317,7 +317,7 @@ TEST_CASE("store cached step: a consumer with save_decode_cache saves only full 
         INFO(token_len);
         StoreFixture f("v0.29.0", KvRole::kv_consumer, 1, true);
         f.running_request("req-0", token_len + 1, 32);
-        RequestTracker& t = f.scheduler->tracker_for_test("req-0");
+        RequestTracker& t = f.tracker("req-0");
         t.token_len = token_len;
         t.allocated_block_ids = Groups{{0, 1, 2}};
         auto meta = f.build(cached_step("req-0", std::nullopt, token_len, 1, Snapshot{{"req-0", {0, 1, 2}}}));
@@ -388,7 +388,7 @@ TEST_CASE("store new step: a kv_both request saves its prompt but a consumer's p
 TEST_CASE("store preemption resets the tracker and keeps the id unfinished", "[store]") {
     StoreFixture f;
     f.running_request("req-0", 44, 48);
-    f.scheduler->tracker_for_test("req-0").has_pending_offload = true;
+    f.tracker("req-0").has_pending_offload = true;
     f.build(preemption_step("req-0"));
     const RequestTracker* t = f.scheduler->tracker("req-0");
     REQUIRE(t != nullptr);
@@ -404,8 +404,8 @@ TEST_CASE("store preemption resets the tracker and keeps the id unfinished", "[s
 TEST_CASE("store preemption clears stale load state", "[store]") {
     StoreFixture f;
     Request& req = f.request("req-0", 48);
-    f.scheduler->set_unfinished_for_test(req, Groups{{10, 11, 12}});
-    f.scheduler->load_specs_for_test()["req-0"] = LoadSpec{0, 48, true, 0};
+    f.set_unfinished(req, Groups{{10, 11, 12}});
+    f.load_specs()["req-0"] = LoadSpec{0, 48, true, 0};
     auto meta = f.build(preemption_step("req-0"));
     CHECK(meta->requests.empty());
     CHECK_FALSE(f.scheduler->load_specs().contains("req-0"));
@@ -418,8 +418,8 @@ TEST_CASE("store resumed step: a load skips the save and no load saves", "[store
         INFO(with_load);
         StoreFixture f;
         Request& req = f.request("req-0", 48);
-        f.scheduler->set_unfinished_for_test(req, Groups{{0, 1}});
-        if (with_load) f.scheduler->load_specs_for_test()["req-0"] = LoadSpec{0, 48, true, 0};
+        f.set_unfinished(req, Groups{{0, 1}});
+        if (with_load) f.load_specs()["req-0"] = LoadSpec{0, 48, true, 0};
         auto meta = f.build(cached_step("req-0", Ids{0, 1, 2}, 0, 48, Snapshot{{"req-0", {0, 1, 2}}}, true));
         REQUIRE(meta->requests.size() == 1);
         const ReqMeta& m = meta->requests[0];
@@ -434,8 +434,8 @@ TEST_CASE("store resumed step: a load skips the save and no load saves", "[store
 TEST_CASE("store resumed step: the full table replaces a stale tracker", "[store]") {
     StoreFixture f;
     Request& req = f.request("req-0", 48);
-    f.scheduler->set_unfinished_for_test(req, Groups{{0, 1}});
-    RequestTracker& stale = f.scheduler->tracker_for_test("req-0");
+    f.set_unfinished(req, Groups{{0, 1}});
+    RequestTracker& stale = f.tracker("req-0");
     stale.token_len = 99;
     stale.allocated_block_ids = Groups{{7, 8, 9}};
     f.build(cached_step("req-0", Ids{0, 1, 2}, 0, 48, Snapshot{{"req-0", {0, 1, 2}}}, true));
@@ -472,7 +472,7 @@ TEST_CASE("store preempted and re-admitted in one step: the modelled scheduler l
     {
         StoreFixture f;
         Request& req = f.request("req-0", 48);
-        f.scheduler->load_specs_for_test()["req-0"] = LoadSpec{0, 48, false, 0};
+        f.load_specs()["req-0"] = LoadSpec{0, 48, false, 0};
         f.scheduler->update_state_after_alloc(req, one_group({10, 11, 12}), 48);
         SchedulerOutput out = pending_step();
         out.preempted_req_ids.insert("req-0");
@@ -483,7 +483,7 @@ TEST_CASE("store preempted and re-admitted in one step: the modelled scheduler l
 TEST_CASE("store finished ids drop every piece of per-request state", "[store]") {
     StoreFixture f;
     f.running_request("req-0", 48, 48);
-    f.scheduler->load_specs_for_test()["req-0"] = LoadSpec{0, 48, false, 0};
+    f.load_specs()["req-0"] = LoadSpec{0, 48, false, 0};
     SchedulerOutput out;
     out.finished_req_ids.insert("req-0");
     CHECK(f.build(out)->requests.empty());
@@ -575,9 +575,9 @@ TEST_CASE("store delay_free: request_finished delays only a request with somethi
         Request& req = f.running_request("req-0", 48, 48);
         CHECK(f.scheduler->request_finished(req, {1, 2}).delay_free_blocks);  // watermark 32
         CHECK_FALSE(f.scheduler->request_finished(req, {}).delay_free_blocks);
-        f.scheduler->tracker_for_test("req-0").num_saved_tokens = 0;
+        f.tracker("req-0").num_saved_tokens = 0;
         CHECK_FALSE(f.scheduler->request_finished(req, {1, 2}).delay_free_blocks);
-        f.scheduler->tracker_for_test("req-0").has_pending_offload = true;
+        f.tracker("req-0").has_pending_offload = true;
         CHECK(f.scheduler->request_finished(req, {1, 2}).delay_free_blocks);
         Request& other = f.request("other", 48);
         CHECK_FALSE(f.scheduler->request_finished(other, {1, 2}).delay_free_blocks);  // no tracker
@@ -601,8 +601,8 @@ TEST_CASE("store #55066: a save without any block state is dropped while load-on
     StoreFixture f("v0.29.0+pr55066");
     f.running_request("req-a", 48, 48);
     Request& b = f.request("req-b", 48, 500);
-    f.scheduler->set_unfinished_for_test(b, Groups{{5, 6, 7}});
-    f.scheduler->load_specs_for_test()["req-b"] = LoadSpec{0, 48, true, 0};
+    f.set_unfinished(b, Groups{{5, 6, 7}});
+    f.load_specs()["req-b"] = LoadSpec{0, 48, true, 0};
 
     auto meta = f.build(cached_step("req-a", Ids{2}, 44, 4, std::nullopt));
     REQUIRE(meta->requests.size() == 1);
@@ -622,8 +622,8 @@ TEST_CASE("store #55066: a save whose request has no entry is dropped while load
     StoreFixture f("v0.29.0+pr55066");
     f.running_request("req-a", 48, 48);
     Request& b = f.request("req-b", 48, 500);
-    f.scheduler->set_unfinished_for_test(b, Groups{{5, 6, 7}});
-    f.scheduler->load_specs_for_test()["req-b"] = LoadSpec{0, 48, true, 0};
+    f.set_unfinished(b, Groups{{5, 6, 7}});
+    f.load_specs()["req-b"] = LoadSpec{0, 48, true, 0};
 
     auto meta = f.build(cached_step("req-a", Ids{2}, 44, 4, Snapshot{{"other", {9}}}));
     REQUIRE(meta->requests.size() == 1);
@@ -637,12 +637,12 @@ TEST_CASE("store #55066: one warning per request id", "[store]") {
     StoreFixture f("v0.29.0+pr55066");
     for (const char* id : {"req-a", "req-b"}) {
         Request& req = f.request(id, 48);
-        f.scheduler->load_specs_for_test()[id] = LoadSpec{0, 48, false, 0};
+        f.load_specs()[id] = LoadSpec{0, 48, false, 0};
         f.scheduler->update_state_after_alloc(req, one_group({1, 2, 3}), 0);
     }
     f.build(pending_step());
     for (const char* id : {"req-a", "req-b"}) {
-        f.scheduler->load_specs_for_test()[id] = LoadSpec{0, 48, false, 0};
+        f.load_specs()[id] = LoadSpec{0, 48, false, 0};
     }
     f.build(pending_step());  // the same stale saves again
     CHECK(count_of(f.log.text(), kStaleWarning + "req-a;") == 1);

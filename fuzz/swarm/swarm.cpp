@@ -117,7 +117,7 @@ void draw_store(Prng& prng, const SwarmConfig& c, const std::vector<PlannedReque
     auto add_store = [&](const std::vector<std::string>& prefix) {
         for (const auto& e : t.store)
             if (e.prefix == prefix) return;
-        t.store.push_back(StoreEntry{prefix});
+        t.store.push_back(StoreEntry{.prefix = prefix});
     };
     for (int k = 0; k < c.num_prefixes; ++k)
         if (percent(prng, c.store_prefix_pct)) add_store({prefix_name(k)});
@@ -183,7 +183,7 @@ void draw_aborts(Prng& prng, const SwarmConfig& c, const std::vector<PlannedRequ
                 offset = cdiv(r.prompt_len, step_tokens) + r.max_tokens + c.load_delay_max + pick(prng, 2, 10);
                 break;
         }
-        plan.add(r.arrival + offset, AbortEvent{r.id}, EventClass::abort);
+        plan.add(r.arrival + offset, AbortEvent{.request_id = r.id}, EventClass::abort);
     }
 }
 

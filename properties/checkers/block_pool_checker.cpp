@@ -8,58 +8,103 @@
 
 namespace kvsim {
 
-void BlockPoolChecker::check(const Engine& engine, std::vector<Violation>& out) const {
-    const KVCacheManager& kvm = engine.scheduler().kv_cache_manager();
-    const BlockPool& pool = kvm.block_pool();
-    const FreeBlockQueue& queue = pool.free_queue();
+namespace {
 
+// Every block held by a block table or pinned by the connector, with its holder count.
+std::map<BlockId, int> block_holders(const Engine& engine, std::vector<Violation>& out) {
     std::map<BlockId, int> holders;
-    for (const auto& [req_id, blocks] : kvm.all_request_blocks()) {
+    for (const auto& [req_id, blocks] : engine.scheduler().kv_cache_manager().all_request_blocks()) {
         for (BlockId id : blocks) {
             if (id == kNullBlockId) {
-                out.push_back({"null_block_handed_out", req_id, {id}, "a full-attention block table holds the null block"});
+                out.push_back({.invariant = "null_block_handed_out",
+                               .request = req_id,
+                               .blocks = {id},
+                               .detail = "a full-attention block table holds the null block"});
                 continue;
             }
             ++holders[id];
         }
     }
-
     if (const KVConnectorScheduler* connector = engine.connector())
         for (BlockId id : connector->pinned_blocks()) ++holders[id];
+    return holders;
+}
 
-    const auto free_ids = queue.to_vector();
-    if (free_ids.size() != pool.num_free_blocks())
-        out.push_back({"free_queue_size", "", {},
-                       fmt::format("free queue walks {} blocks but reports {}", free_ids.size(), pool.num_free_blocks())});
-
+void check_null_block(const BlockPool& pool, std::vector<Violation>& out) {
     const KVCacheBlock& null_block = pool.block(kNullBlockId);
-    if (!null_block.is_null) out.push_back({"null_block", "", {kNullBlockId}, "block 0 is not marked null"});
-    if (queue.contains(kNullBlockId)) out.push_back({"null_block_freed", "", {kNullBlockId}, "the null block is in the free queue"});
-    if (null_block.hash) out.push_back({"null_block_cached", "", {kNullBlockId}, "the null block carries a hash"});
+    if (!null_block.is_null)
+        out.push_back({.invariant = "null_block",
+                       .request = "",
+                       .blocks = {kNullBlockId},
+                       .detail = "block 0 is not marked null"});
+    if (pool.free_queue().contains(kNullBlockId))
+        out.push_back({.invariant = "null_block_freed",
+                       .request = "",
+                       .blocks = {kNullBlockId},
+                       .detail = "the null block is in the free queue"});
+    if (null_block.hash)
+        out.push_back({.invariant = "null_block_cached",
+                       .request = "",
+                       .blocks = {kNullBlockId},
+                       .detail = "the null block carries a hash"});
+}
 
+void check_ref_counts(const BlockPool& pool, const std::map<BlockId, int>& holders, std::vector<Violation>& out) {
     for (BlockId id = 1; id < pool.num_blocks(); ++id) {
         const KVCacheBlock& block = pool.block(id);
         const int expected = holders.contains(id) ? holders.at(id) : 0;
         if (block.ref_cnt < 0) {
-            out.push_back({"double_free", "", {id}, fmt::format("ref_cnt {} below zero", block.ref_cnt)});
+            out.push_back({.invariant = "double_free",
+                           .request = "",
+                           .blocks = {id},
+                           .detail = fmt::format("ref_cnt {} below zero", block.ref_cnt)});
             continue;
         }
         if (block.ref_cnt != expected)
-            out.push_back({"ref_count_mismatch", "", {id},
-                           fmt::format("ref_cnt {} but {} holder(s) (block tables and store-job pins)", block.ref_cnt, expected)});
-        const bool in_queue = queue.contains(id);
+            out.push_back({.invariant = "ref_count_mismatch",
+                           .request = "",
+                           .blocks = {id},
+                           .detail = fmt::format("ref_cnt {} but {} holder(s) (block tables and store-job pins)",
+                                                 block.ref_cnt, expected)});
+        const bool in_queue = pool.free_queue().contains(id);
         if ((block.ref_cnt == 0) != in_queue)
-            out.push_back({"free_queue_mismatch", "", {id},
-                           fmt::format("ref_cnt {} and {}in the free queue", block.ref_cnt, in_queue ? "" : "not ")});
+            out.push_back({.invariant = "free_queue_mismatch",
+                           .request = "",
+                           .blocks = {id},
+                           .detail = fmt::format("ref_cnt {} and {}in the free queue", block.ref_cnt,
+                                                 in_queue ? "" : "not ")});
     }
+}
 
+void check_prefix_map(const BlockPool& pool, std::vector<Violation>& out) {
     for (const auto& [hash, ids] : pool.cached_blocks()) {
         for (BlockId id : ids) {
             const KVCacheBlock& block = pool.block(id);
             if (!block.hash || *block.hash != hash)
-                out.push_back({"prefix_map_stale", "", {id}, fmt::format("prefix map names block {} for a hash it does not carry", id)});
+                out.push_back({.invariant = "prefix_map_stale",
+                               .request = "",
+                               .blocks = {id},
+                               .detail = fmt::format("prefix map names block {} for a hash it does not carry", id)});
         }
     }
+}
+
+}  // namespace
+
+void BlockPoolChecker::check(const Engine& engine, std::vector<Violation>& out) const {
+    const BlockPool& pool = engine.scheduler().kv_cache_manager().block_pool();
+    const std::map<BlockId, int> holders = block_holders(engine, out);
+
+    const auto free_ids = pool.free_queue().to_vector();
+    if (free_ids.size() != pool.num_free_blocks())
+        out.push_back({.invariant = "free_queue_size",
+                       .request = "",
+                       .blocks = {},
+                       .detail = fmt::format("free queue walks {} blocks but reports {}", free_ids.size(),
+                                             pool.num_free_blocks())});
+    check_null_block(pool, out);
+    check_ref_counts(pool, holders, out);
+    check_prefix_map(pool, out);
 }
 
 }  // namespace kvsim

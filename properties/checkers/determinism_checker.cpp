@@ -11,8 +11,10 @@ std::optional<Finding> DeterminismChecker::compare(std::uint64_t first_digest, c
     f.kind = FindingKind::nondeterminism;
     f.id = "log_digest";
     // 64-bit digests, as the verdict line shows them (16 hex digits).
-    f.facts.push_back(Field{"first_digest", FieldKind::text, fmt::format("{:016x}", first_digest)});
-    f.facts.push_back(Field{"second_digest", FieldKind::text, fmt::format("{:016x}", second_digest)});
+    f.facts.push_back(
+        Field{.key = "first_digest", .kind = FieldKind::text, .value = fmt::format("{:016x}", first_digest)});
+    f.facts.push_back(
+        Field{.key = "second_digest", .kind = FieldKind::text, .value = fmt::format("{:016x}", second_digest)});
     return f;
 }
 

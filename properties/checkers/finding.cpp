@@ -19,8 +19,8 @@ std::string_view to_string(FindingKind kind) { return enum_name(kFindingKindName
 
 UpstreamSite parse_upstream_site(std::string_view site) {
     const auto space = site.find(' ');
-    if (space == std::string_view::npos) return {std::string(site), ""};
-    return {std::string(site.substr(0, space)), std::string(site.substr(space + 1))};
+    if (space == std::string_view::npos) return {.file = std::string(site), .function = ""};
+    return {.file = std::string(site.substr(0, space)), .function = std::string(site.substr(space + 1))};
 }
 
 std::string Finding::signature() const {
@@ -42,7 +42,8 @@ std::string Finding::fact_text(std::string_view key) const {
 std::string Finding::message() const {
     switch (kind) {
         case FindingKind::violation:
-            return fmt::format("step {}: {}", step, describe(Violation{id, request, blocks, detail}));
+            return fmt::format("step {}: {}", step,
+                               describe(Violation{.invariant = id, .request = request, .blocks = blocks, .detail = detail}));
         case FindingKind::crash:
             return fmt::format("step {}: {}{}{}: AssertionError: {}", step, upstream->file,
                                upstream->function.empty() ? "" : " ", upstream->function, detail);

@@ -11,9 +11,12 @@ void check_lifecycle_transitions(const std::vector<StatusTransition>& transition
     const LifecycleGraph& graph = LifecycleGraph::upstream();
     for (const StatusTransition& t : transitions) {
         if (graph.is_edge(t)) continue;
-        out.push_back({std::string(kLifecycleInvariant), t.req_id, {},
-                       fmt::format("{} -> {} is not a transition upstream allows (vllm/v1/request.py RequestStatus)",
-                                   to_string(from_state(t.from)), to_string(to_state(t.to)))});
+        out.push_back({.invariant = std::string(kLifecycleInvariant),
+                       .request = t.req_id,
+                       .blocks = {},
+                       .detail = fmt::format(
+                           "{} -> {} is not a transition upstream allows (vllm/v1/request.py RequestStatus)",
+                           to_string(from_state(t.from)), to_string(to_state(t.to)))});
     }
 }
 

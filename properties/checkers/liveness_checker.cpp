@@ -12,9 +12,10 @@ std::optional<Finding> LivenessChecker::check_at_step_limit(const Engine& engine
     f.kind = FindingKind::liveness;
     f.id = unfinished > 0 ? "requests_not_finished" : "blocks_not_released";
     f.step = max_steps;
-    f.facts.push_back(Field{"max_steps", FieldKind::integer, std::int64_t{max_steps}});
-    f.facts.push_back(Field{"unfinished", FieldKind::integer, std::int64_t{unfinished}});
-    f.facts.push_back(Field{"held", FieldKind::integer, std::int64_t{alive - unfinished}});
+    f.facts.push_back(Field{.key = "max_steps", .kind = FieldKind::integer, .value = std::int64_t{max_steps}});
+    f.facts.push_back(Field{.key = "unfinished", .kind = FieldKind::integer, .value = std::int64_t{unfinished}});
+    f.facts.push_back(
+        Field{.key = "held", .kind = FieldKind::integer, .value = std::int64_t{alive - unfinished}});
     return f;
 }
 

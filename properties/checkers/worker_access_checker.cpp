@@ -26,7 +26,7 @@ Violation store_violation(std::string invariant, const SaveJob& job, std::vector
             .detail = std::move(detail),
             .connector = "store",
             .job = job.job_id >= 0 ? std::optional(job.job_id) : std::nullopt,
-            .tokens = TokenRange{job.token_start, job.token_end}};
+            .tokens = TokenRange{.start = job.token_start, .end = job.token_end}};
 }
 
 }  // namespace

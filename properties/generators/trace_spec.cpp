@@ -102,8 +102,8 @@ std::vector<BuiltRequest> build_requests(const TraceSpec& spec, const Trace& t, 
                  EventClass::arrive);
         if (r.abort) {
             const int at = q.arrival + clamp(r.abort_after, 0, kMaxGap);
-            plan.add(at, AbortEvent{q.id}, EventClass::abort);
-            if (r.abort_twice) plan.add(at + 1, AbortEvent{q.id}, EventClass::abort);
+            plan.add(at, AbortEvent{.request_id = q.id}, EventClass::abort);
+            if (r.abort_twice) plan.add(at + 1, AbortEvent{.request_id = q.id}, EventClass::abort);
         }
         reqs.push_back(std::move(q));
     }
@@ -136,8 +136,8 @@ void build_store(const TraceSpec& spec, const std::vector<BuiltRequest>& reqs, T
         const StoreRec& s = spec.store[k];
         const BuiltRequest& q = reqs[wrap(s.request, reqs.size())];
         const std::size_t take = std::min(q.prompt.size(), 1 + static_cast<std::size_t>(clamp(s.take, 0, 16)));
-        t.store.push_back(
-            StoreEntry{std::vector<std::string>(q.prompt.begin(), q.prompt.begin() + static_cast<std::ptrdiff_t>(take))});
+        t.store.push_back(StoreEntry{
+            .prefix = std::vector<std::string>(q.prompt.begin(), q.prompt.begin() + static_cast<std::ptrdiff_t>(take))});
     }
 }
 

@@ -41,8 +41,11 @@ bool run_and_check_step(Engine& engine, int step, WorkerAccessChecker& access_ch
         engine.run_step(step);
     } catch (const UpstreamAssertion& assertion) {
         record_transitions(engine, result);
-        result.crash = UpstreamCrash{assertion.id(), parse_upstream_site(assertion.site()), assertion.what(),
-                                     assertion.request(), step};
+        result.crash = UpstreamCrash{.id = assertion.id(),
+                                     .site = parse_upstream_site(assertion.site()),
+                                     .assertion = assertion.what(),
+                                     .request = assertion.request(),
+                                     .step = step};
         conclude(engine, result, {crash_finding(*result.crash)});
         return false;
     } catch (const std::logic_error& bug) {

@@ -89,7 +89,8 @@ const LifecycleGraph& LifecycleGraph::upstream() {
 // try_promote_blocked_waiting_request, preempt_request, check_stop, finish_requests, free_blocks.
 LifecycleGraph::LifecycleGraph() {
     using S = LifecycleState;
-    for (int i = 0; i < kNumLifecycleStates; ++i) boost::add_vertex(LifecycleVertex{static_cast<S>(i)}, graph_);
+    for (int i = 0; i < kNumLifecycleStates; ++i)
+        boost::add_vertex(LifecycleVertex{.state = static_cast<S>(i)}, graph_);
 
     add(S::new_request, S::waiting, "add_request", "Scheduler.add_request: appended to the waiting queue");
 
@@ -134,13 +135,19 @@ LifecycleGraph::LifecycleGraph() {
         const LifecycleEdge& e = graph_[*it];
         const S from = graph_[boost::source(*it, graph_)].state;
         const S to = graph_[boost::target(*it, graph_)].state;
-        edges_.push_back({from, to, transition_key(from, to), e.name, e.trigger, e.modelled});
+        edges_.push_back({.from = from,
+                          .to = to,
+                          .key = transition_key(from, to),
+                          .name = e.name,
+                          .trigger = e.trigger,
+                          .modelled = e.modelled});
     }
 }
 
 void LifecycleGraph::add(LifecycleState from, LifecycleState to, std::string name, std::string trigger, bool modelled) {
     if (is_edge(from, to)) throw std::logic_error("LifecycleGraph: duplicate edge " + transition_key(from, to));
-    boost::add_edge(vertex_of(from), vertex_of(to), LifecycleEdge{std::move(name), std::move(trigger), modelled}, graph_);
+    boost::add_edge(vertex_of(from), vertex_of(to),
+                    LifecycleEdge{.name = std::move(name), .trigger = std::move(trigger), .modelled = modelled}, graph_);
 }
 
 bool LifecycleGraph::is_edge(LifecycleState from, LifecycleState to) const {

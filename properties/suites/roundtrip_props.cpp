@@ -37,8 +37,9 @@ TEST_CASE("build_trace is total over shrunk and hand-made specs", "[property][ro
             spec.requests.front().gap += bump;
             spec.requests.front().abort_after = bump;
         }
-        spec.store.push_back(StoreRec{bump, bump});
-        spec.faults.push_back(FaultRec{FaultKind::lookup_pending, bump, bump, bump, bump});
+        spec.store.push_back(StoreRec{.request = bump, .take = bump});
+        spec.faults.push_back(
+            FaultRec{.kind = FaultKind::lookup_pending, .at = bump, .rank = bump, .steps = bump, .request = bump});
         const Trace trace = build_trace(spec);
         try {
             validate_trace(trace, "spec.trace");

@@ -143,7 +143,7 @@ EventBuilder::~EventBuilder() {
 }
 
 EventBuilder& EventBuilder::add(std::string_view key, FieldKind kind, FieldValue value) {
-    event_.fields.push_back(Field{key, kind, std::move(value)});
+    event_.fields.push_back(Field{.key = key, .kind = kind, .value = std::move(value)});
     return *this;
 }
 

@@ -9,7 +9,7 @@
 
 namespace kvsim {
 
-// One per component, e.g. `constexpr ModelCheck require{"BlockPool"};` then
+// One per component, e.g. `constexpr ModelCheck require{.component = "BlockPool"};` then
 // `require(ok, "block {} is not free", id)`: the message is "BlockPool: block 7 is not free",
 // and its arguments are formatted only on failure.
 struct ModelCheck {

@@ -13,7 +13,9 @@ std::vector<LogEvent> MultiKVConnectorMetadata::log_events() const {
         if (!metadata[i]) continue;
         for (LogEvent& event : metadata[i]->log_events()) {
             event.format = "c{child} " + event.format;
-            event.fields.insert(event.fields.begin(), Field{"child", FieldKind::integer, static_cast<std::int64_t>(i)});
+            event.fields.insert(event.fields.begin(), Field{.key = "child",
+                                                            .kind = FieldKind::integer,
+                                                            .value = static_cast<std::int64_t>(i)});
             events.push_back(std::move(event));
         }
     }
@@ -37,11 +39,11 @@ MultiConnectorScheduler::MultiConnectorScheduler(std::vector<std::unique_ptr<KVC
 
 // MultiConnector.get_num_new_matched_tokens @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1 (same in a4a2a8ee6926f64110185dcf028df78326563436)
 MatchResult MultiConnectorScheduler::get_num_new_matched_tokens(Request& request, int num_computed_tokens) {
-    MatchResult to_return{0, false};
+    MatchResult to_return{.num_tokens = 0, .load_async = false};
     for (std::size_t i = 0; i < children_.size(); ++i) {
         const MatchResult r = children_[i]->get_num_new_matched_tokens(request, num_computed_tokens);
         // A child still looking up: not done yet; later children are not asked.
-        if (!r.num_tokens) return {std::nullopt, false};
+        if (!r.num_tokens) return {.num_tokens = std::nullopt, .load_async = false};
         // The first child with new matched tokens is assigned to the request.
         if (to_return.num_tokens == 0 && *r.num_tokens > 0) {
             requests_to_connector_[request.id()] = static_cast<int>(i);
@@ -91,7 +93,7 @@ FinishResult MultiConnectorScheduler::request_finished(Request& request, const s
         if (c->request_finished(request, block_ids).delay_free_blocks) ++async_saves;
     if (async_saves > 1) extra_async_saves_[request.id()] = async_saves - 1;
     requests_to_connector_.erase(request.id());
-    return {async_saves > 0};
+    return {.delay_free_blocks = async_saves > 0};
 }
 
 // MultiConnector.has_pending_push_work @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1

@@ -19,10 +19,11 @@ std::vector<LogEvent> StandInMetadata::log_events() const {
 }
 
 MatchResult StandInConnectorScheduler::get_num_new_matched_tokens(Request& request, int num_computed_tokens) {
-    if (spec_.role == KvRole::kv_producer || !request.kv_transfer_params.do_remote_prefill) return {0, false};
+    if (spec_.role == KvRole::kv_producer || !request.kv_transfer_params.do_remote_prefill)
+        return {.num_tokens = 0, .load_async = false};
     const int count = request.num_prompt_tokens() - num_computed_tokens;
-    if (count > 0) return {count, true};
-    return {0, false};
+    if (count > 0) return {.num_tokens = count, .load_async = true};
+    return {.num_tokens = 0, .load_async = false};
 }
 
 void StandInConnectorScheduler::update_state_after_alloc(Request& request, const KVCacheBlocks& blocks,
@@ -41,7 +42,7 @@ std::shared_ptr<const ConnectorMetadata> StandInConnectorScheduler::build_connec
 
 FinishResult StandInConnectorScheduler::request_finished(Request& request, const std::vector<BlockId>&) {
     request.kv_transfer_params.do_remote_prefill = false;
-    return {false};
+    return {.delay_free_blocks = false};
 }
 
 void StandInConnectorWorker::execute(int step, const SchedulerOutput& output) {

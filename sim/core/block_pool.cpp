@@ -12,7 +12,7 @@
 namespace kvsim {
 namespace {
 
-constexpr ModelCheck require{"BlockPool"};
+constexpr ModelCheck require{.component = "BlockPool"};
 
 }  // namespace
 

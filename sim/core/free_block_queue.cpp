@@ -11,7 +11,7 @@
 namespace kvsim {
 namespace {
 
-constexpr ModelCheck require{"FreeBlockQueue"};
+constexpr ModelCheck require{.component = "FreeBlockQueue"};
 
 }  // namespace
 

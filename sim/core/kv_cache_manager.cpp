@@ -12,7 +12,7 @@
 namespace kvsim {
 namespace {
 
-constexpr ModelCheck require{"KVCacheManager"};
+constexpr ModelCheck require{.component = "KVCacheManager"};
 
 // vllm/utils/math_utils.py cdiv, for a >= 0 and b > 0.
 constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }

@@ -10,7 +10,7 @@
 namespace kvsim {
 namespace {
 
-constexpr ModelCheck require{"Request"};
+constexpr ModelCheck require{.component = "Request"};
 
 constexpr std::uint64_t token_word(TokenId t) { return static_cast<std::uint32_t>(t); }
 

@@ -131,7 +131,7 @@ int num_blocks_for_largest(PoolPressure pressure, std::span<const int> blocks_pe
 }
 
 void EventPlan::add(int step, EventBody body, EventClass cls) {
-    pending_.push_back({Event{step, std::move(body), 0}, cls});
+    pending_.push_back({.event = Event{.step = step, .body = std::move(body), .line = 0}, .cls = cls});
 }
 
 std::vector<Event> EventPlan::take_ordered() {

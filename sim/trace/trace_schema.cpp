@@ -60,7 +60,7 @@ void set_member(OwnerOf<M>& t, Value&& v) {
 }
 template <auto M>
 constexpr Row<OwnerOf<M>> bind(KeySpec spec, bool (*present)(const OwnerOf<M>&) = nullptr) {
-    return {spec, &get_member<M>, &set_member<M>, present};
+    return {.spec = spec, .get = &get_member<M>, .set = &set_member<M>, .present = present};
 }
 
 // ---- the tables -------------------------------------------------------------------------
@@ -173,23 +173,23 @@ constexpr Row<StoreEntry> kStoreRows[] = {
 constexpr Row<Segment> kSegmentRows[] = {
     bind<&Segment::name>({.name = "name", .type = VT::identifier, .max = limits::kMaxIdLen, .required = true,
         .positional = true, .help = "segment name, unique in the trace"}),
-    {{.name = "len", .type = VT::integer, .min = 1, .max = limits::kMaxSegmentLen, .one_of = "content",
-      .help = "generated tokens, derived from the segment name only"},
-     +[](const Segment& s) -> Value { return static_cast<std::uint64_t>(s.tokens.size()); },
-     +[](Segment& s, Value&& v) {
+    {.spec = {.name = "len", .type = VT::integer, .min = 1, .max = limits::kMaxSegmentLen, .one_of = "content",
+              .help = "generated tokens, derived from the segment name only"},
+     .get = +[](const Segment& s) -> Value { return static_cast<std::uint64_t>(s.tokens.size()); },
+     .set = +[](Segment& s, Value&& v) {
          s.tokens = generated_segment_tokens(s.name, static_cast<int>(as_u64(v)));
          s.generated = true;
      },
-     +[](const Segment& s) { return s.generated; }},
-    {{.name = "tokens", .type = VT::token_list, .min = 0, .max = kInt32Max,
-      .max_items = static_cast<std::size_t>(limits::kMaxSegmentLen), .one_of = "content",
-      .help = "explicit token ids"},
-     +[](const Segment& s) -> Value { return s.tokens; },
-     +[](Segment& s, Value&& v) {
+     .present = +[](const Segment& s) { return s.generated; }},
+    {.spec = {.name = "tokens", .type = VT::token_list, .min = 0, .max = kInt32Max,
+              .max_items = static_cast<std::size_t>(limits::kMaxSegmentLen), .one_of = "content",
+              .help = "explicit token ids"},
+     .get = +[](const Segment& s) -> Value { return s.tokens; },
+     .set = +[](Segment& s, Value&& v) {
          s.tokens = std::move(std::get<std::vector<std::int32_t>>(v));
          s.generated = false;
      },
-     +[](const Segment& s) { return !s.generated; }},
+     .present = +[](const Segment& s) { return !s.generated; }},
 };
 
 constexpr Row<Expectation> kExpectRows[] = {
@@ -243,25 +243,47 @@ constexpr KeySpec kStep{.name = "step", .type = VT::integer, .min = 0,
                         .max = static_cast<std::uint64_t>(limits::kMaxSteps - 1),
                         .help = "engine step the event is applied at, before schedule()"};
 
-constexpr LineSchema<EngineConfig> kEngine{"engine", "engine", "engine configuration; exactly once", kEngineRows};
-constexpr LineSchema<RunConfig> kRun{"run", "run", "run parameters; at most once", kRunRows};
+constexpr LineSchema<EngineConfig> kEngine{.keyword = "engine",
+                                           .field_prefix = "engine",
+                                           .help = "engine configuration; exactly once",
+                                           .rows = kEngineRows};
+constexpr LineSchema<RunConfig> kRun{
+    .keyword = "run", .field_prefix = "run", .help = "run parameters; at most once", .rows = kRunRows};
 constexpr LineSchema<ConnectorSpec> kConnector{
-    "connector", "connector",
-    "one connector; p2p and store lines together form a MultiConnector, children in file order", kConnectorRows,
-    "kind"};
-constexpr LineSchema<WorkerConfig> kWorkers{"workers", "workers", "worker ranks and completion delays; at most once",
-                                            kWorkersRows};
-constexpr LineSchema<StoreEntry> kStore{"store", "store",
-                                        "the external KV store holds the full blocks of this token sequence",
-                                        kStoreRows};
-constexpr LineSchema<Segment> kSegment{"segment", "segment", "a named run of prompt tokens", kSegmentRows};
-constexpr LineSchema<Expectation> kExpect{"expect", "expect", "the verdict a variant must give", kExpectRows};
-constexpr LineSchema<ArriveEvent> kArrive{"arrive", "event", "a request arrives before schedule() of STEP",
-                                          kArriveRows};
-constexpr LineSchema<AbortEvent> kAbort{"abort", "event", "a request is aborted before schedule() of STEP",
-                                        kAbortRows};
-constexpr LineSchema<FaultEvent> kFault{"fault", "event", "a worker or store fault, injected before schedule() of STEP",
-                                        kFaultRows, "kind"};
+    .keyword = "connector",
+    .field_prefix = "connector",
+    .help = "one connector; p2p and store lines together form a MultiConnector, children in file order",
+    .rows = kConnectorRows,
+    .kind_key = "kind"};
+constexpr LineSchema<WorkerConfig> kWorkers{.keyword = "workers",
+                                            .field_prefix = "workers",
+                                            .help = "worker ranks and completion delays; at most once",
+                                            .rows = kWorkersRows};
+constexpr LineSchema<StoreEntry> kStore{.keyword = "store",
+                                        .field_prefix = "store",
+                                        .help = "the external KV store holds the full blocks of this token sequence",
+                                        .rows = kStoreRows};
+constexpr LineSchema<Segment> kSegment{.keyword = "segment",
+                                       .field_prefix = "segment",
+                                       .help = "a named run of prompt tokens",
+                                       .rows = kSegmentRows};
+constexpr LineSchema<Expectation> kExpect{.keyword = "expect",
+                                          .field_prefix = "expect",
+                                          .help = "the verdict a variant must give",
+                                          .rows = kExpectRows};
+constexpr LineSchema<ArriveEvent> kArrive{.keyword = "arrive",
+                                          .field_prefix = "event",
+                                          .help = "a request arrives before schedule() of STEP",
+                                          .rows = kArriveRows};
+constexpr LineSchema<AbortEvent> kAbort{.keyword = "abort",
+                                        .field_prefix = "event",
+                                        .help = "a request is aborted before schedule() of STEP",
+                                        .rows = kAbortRows};
+constexpr LineSchema<FaultEvent> kFault{.keyword = "fault",
+                                        .field_prefix = "event",
+                                        .help = "a worker or store fault, injected before schedule() of STEP",
+                                        .rows = kFaultRows,
+                                        .kind_key = "kind"};
 
 // ---- value checks -------------------------------------------------------------------------
 

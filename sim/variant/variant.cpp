@@ -27,8 +27,10 @@ struct FlagRow {
 template <auto Member>
 FlagRow flag_row(std::string_view flag, std::vector<FlagValue> values) {
     using Enum = std::remove_cvref_t<decltype(std::declval<Variant&>().*Member)>;
-    return {flag, std::move(values), [](const Variant& v) { return static_cast<int>(v.*Member); },
-            [](Variant& v, int value) { v.*Member = static_cast<Enum>(value); }};
+    return {.flag = flag,
+            .values = std::move(values),
+            .get = [](const Variant& v) { return static_cast<int>(v.*Member); },
+            .set = [](Variant& v, int value) { v.*Member = static_cast<Enum>(value); }};
 }
 
 const std::vector<FlagRow>& flag_rows() {
@@ -72,17 +74,20 @@ struct Release {
 
 const std::vector<Release>& releases() {
     static const std::vector<Release> table = {
-        {"v0.27.1",
-         "before #51358: no block-state snapshot, saves use tracker ids, store frees delayed via "
-         "request_finished (L1; derived)",
-         Variant{.free_order = FreeOrder::fresh_head,
-                 .snapshot_rule = SnapshotRule::none,
-                 .stale_save = StaleSave::tracker_ids,
-                 .pending_load_guard = PendingLoadGuard::off,
-                 .save_block_refs = SaveBlockRefs::delay_free}},
-        {"v0.29.0", "#51358 eager snapshot + assertion, #52372 store-job pins, no #54643 guard",
-         Variant{.snapshot_rule = SnapshotRule::eager, .pending_load_guard = PendingLoadGuard::off}},
-        {"v0.30.0", "#54643 pending-load guard, #54853 every-scheduled snapshot; assertion kept", Variant{}},
+        {.name = "v0.27.1",
+         .description = "before #51358: no block-state snapshot, saves use tracker ids, store frees delayed via "
+                        "request_finished (L1; derived)",
+         .flags = Variant{.free_order = FreeOrder::fresh_head,
+                          .snapshot_rule = SnapshotRule::none,
+                          .stale_save = StaleSave::tracker_ids,
+                          .pending_load_guard = PendingLoadGuard::off,
+                          .save_block_refs = SaveBlockRefs::delay_free}},
+        {.name = "v0.29.0",
+         .description = "#51358 eager snapshot + assertion, #52372 store-job pins, no #54643 guard",
+         .flags = Variant{.snapshot_rule = SnapshotRule::eager, .pending_load_guard = PendingLoadGuard::off}},
+        {.name = "v0.30.0",
+         .description = "#54643 pending-load guard, #54853 every-scheduled snapshot; assertion kept",
+         .flags = Variant{}},
     };
     return table;
 }
@@ -96,14 +101,24 @@ struct Patch {
 
 const std::vector<Patch>& patches() {
     static const std::vector<Patch> table = {
-        {{"003", "seed 000's backport of #54643 onto v0.29.0 (pending-load guard)"}, "pending_load_guard", "on"},
-        {{"skip_save_is_consumer", "seed 000's rejected fix: pending branch uses skip_save=is_consumer"},
-         "pending_skip_save", "is_consumer"},
-        {{"pr54643", "upstream #54643: skip a pending LoadSpec whose load this connector does not own"},
-         "pending_load_guard", "on"},
-        {{"pr54853", "upstream #54853: snapshot every scheduled request"}, "snapshot_rule", "every_scheduled"},
-        {{"pr55066", "upstream #55066: drop a stale save with a warning and roll the watermark back"}, "stale_save",
-         "drop_warn_rollback"},
+        {.info = {.name = "003", .description = "seed 000's backport of #54643 onto v0.29.0 (pending-load guard)"},
+         .flag = "pending_load_guard",
+         .value = "on"},
+        {.info = {.name = "skip_save_is_consumer",
+                  .description = "seed 000's rejected fix: pending branch uses skip_save=is_consumer"},
+         .flag = "pending_skip_save",
+         .value = "is_consumer"},
+        {.info = {.name = "pr54643",
+                  .description = "upstream #54643: skip a pending LoadSpec whose load this connector does not own"},
+         .flag = "pending_load_guard",
+         .value = "on"},
+        {.info = {.name = "pr54853", .description = "upstream #54853: snapshot every scheduled request"},
+         .flag = "snapshot_rule",
+         .value = "every_scheduled"},
+        {.info = {.name = "pr55066",
+                  .description = "upstream #55066: drop a stale save with a warning and roll the watermark back"},
+         .flag = "stale_save",
+         .value = "drop_warn_rollback"},
     };
     return table;
 }
@@ -169,12 +184,14 @@ Variant require_variant(std::string_view name) {
 const std::vector<VariantPreset>& variant_presets() {
     using enum PresetTag;
     static const std::vector<VariantPreset> table = {
-        {"v0.27.1", "release; store saves use the tracker's ids", known_broken},
-        {"v0.29.0", "release; seed 000 crashes here", known_broken},
-        {"v0.29.0+003", "v0.29.0 with seed 000's backport of #54643", clean},
-        {"v0.29.0+skip_save_is_consumer", "v0.29.0 with seed 000's rejected fix", known_broken},
-        {"v0.29.0+pr55066", "v0.29.0 with the stale-save guard of #55066", clean},
-        {"v0.30.0", "release; carries #54643 and #54853", clean, true},
+        {.name = "v0.27.1", .description = "release; store saves use the tracker's ids", .tag = known_broken},
+        {.name = "v0.29.0", .description = "release; seed 000 crashes here", .tag = known_broken},
+        {.name = "v0.29.0+003", .description = "v0.29.0 with seed 000's backport of #54643", .tag = clean},
+        {.name = "v0.29.0+skip_save_is_consumer",
+         .description = "v0.29.0 with seed 000's rejected fix",
+         .tag = known_broken},
+        {.name = "v0.29.0+pr55066", .description = "v0.29.0 with the stale-save guard of #55066", .tag = clean},
+        {.name = "v0.30.0", .description = "release; carries #54643 and #54853", .tag = clean, .is_default = true},
     };
     return table;
 }
@@ -211,7 +228,7 @@ const std::vector<FlagDescription>& variant_flags() {
                 values += value.origin.empty() ? std::string(value.name)
                                                : fmt::format("{} ({})", value.name, value.origin);
             }
-            out.push_back({row.flag, std::move(values)});
+            out.push_back({.flag = row.flag, .values = std::move(values)});
         }
         return out;
     }();

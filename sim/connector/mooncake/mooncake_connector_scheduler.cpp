@@ -31,13 +31,15 @@ std::vector<LogEvent> MooncakeConnectorMetadata::log_events() const {
     };
     for (const auto& pull : reqs_to_recv) {
         events.push_back(event("p2p pull {request} {blocks}", "pull", pull.req_id));
-        events.back().fields.push_back(Field{"blocks", FieldKind::block_groups, to_group_list(pull.local_block_ids)});
+        events.back().fields.push_back(
+            Field{.key = "blocks", .kind = FieldKind::block_groups, .value = to_group_list(pull.local_block_ids)});
     }
     for (const auto& send : reqs_to_send) {
         const bool pre_register = !any_blocks(send.block_ids);
         events.push_back(event(pre_register ? "p2p send {request} pre-register" : "p2p send {request} {blocks}",
                                pre_register ? "pre_register" : "send", send.req_id));
-        events.back().fields.push_back(Field{"blocks", FieldKind::block_groups, to_group_list(send.block_ids)});
+        events.back().fields.push_back(
+            Field{.key = "blocks", .kind = FieldKind::block_groups, .value = to_group_list(send.block_ids)});
     }
     for (const auto& id : reqs_not_processed) events.push_back(event("p2p not_processed {request}", "not_processed", id));
     return events;
@@ -54,14 +56,14 @@ MooncakeConnectorScheduler::MooncakeConnectorScheduler(const ConnectorSpec& spec
 // MooncakeConnectorScheduler.get_num_new_matched_tokens @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
 MatchResult MooncakeConnectorScheduler::get_num_new_matched_tokens(Request& request, int num_computed_tokens) {
     const KvTransferParams& params = request.kv_transfer_params;
-    if (!params.do_remote_prefill && !params.do_remote_decode) return {0, false};  // `if not params`
+    if (!params.do_remote_prefill && !params.do_remote_decode) return {.num_tokens = 0, .load_async = false};  // `if not params`
     if (params.do_remote_prefill) {
         if (is_kv_producer_) fail_not_producer("get_num_new_matched_tokens");
         // _get_remote_prefill_token_count is the identity without Mamba layers.
         const int count = request.num_prompt_tokens() - num_computed_tokens;
-        if (count > 0) return {count, true};
+        if (count > 0) return {.num_tokens = count, .load_async = true};
     }
-    return {0, false};
+    return {.num_tokens = 0, .load_async = false};
 }
 
 // MooncakeConnectorScheduler.update_state_after_alloc @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
@@ -88,11 +90,11 @@ void MooncakeConnectorScheduler::update_state_after_alloc(Request& request, cons
 std::shared_ptr<const ConnectorMetadata> MooncakeConnectorScheduler::build_connector_meta(const SchedulerOutput&) {
     auto meta = std::make_shared<MooncakeConnectorMetadata>();
     if (!is_kv_producer_) {
-        for (const auto& [id, blocks] : reqs_need_recv_) meta->reqs_to_recv.push_back({id, blocks});
+        for (const auto& [id, blocks] : reqs_need_recv_) meta->reqs_to_recv.push_back({.req_id = id, .local_block_ids = blocks});
         reqs_need_recv_.clear();
     }
     if (!is_kv_consumer_) {
-        for (const auto& [id, blocks] : reqs_need_send_) meta->reqs_to_send.push_back({id, blocks});
+        for (const auto& [id, blocks] : reqs_need_send_) meta->reqs_to_send.push_back({.req_id = id, .block_ids = blocks});
         reqs_need_send_.clear();
         meta->reqs_not_processed = std::move(reqs_not_processed_);
         reqs_not_processed_.clear();
@@ -108,7 +110,7 @@ void MooncakeConnectorScheduler::update_connector_output(const KVConnectorOutput
 // single-group request_finished and request_finished_all_groups agree)
 FinishResult MooncakeConnectorScheduler::request_finished(Request& request, const std::vector<BlockId>& block_ids) {
     KvTransferParams& params = request.kv_transfer_params;
-    if (!params.do_remote_prefill && !params.do_remote_decode) return {false};  // no params / no transfer_id
+    if (!params.do_remote_prefill && !params.do_remote_decode) return {.delay_free_blocks = false};  // no params / no transfer_id
 
     if (params.do_remote_prefill) {
         // Aborted before update_state_after_alloc ever ran: queue an empty pull so the
@@ -119,10 +121,10 @@ FinishResult MooncakeConnectorScheduler::request_finished(Request& request, cons
         log_.event(EventCategory::p2p, "{request} finished before alloc: notify-only pull queued")
             .text("action", "finished_before_alloc")
             .request(request.id());
-        return {false};
+        return {.delay_free_blocks = false};
     }
 
-    if (!params.do_remote_decode) return {false};
+    if (!params.do_remote_decode) return {.delay_free_blocks = false};
     if (is_kv_consumer_) fail_not_consumer("request_finished");
 
     if (request.status != RequestStatus::finished_length_capped) {
@@ -132,7 +134,7 @@ FinishResult MooncakeConnectorScheduler::request_finished(Request& request, cons
             .text("action", "not_processed")
             .request(request.id())
             .status("status", to_string(request.status));
-        return {false};
+        return {.delay_free_blocks = false};
     }
 
     const GroupBlockIds groups{block_ids};
@@ -144,7 +146,7 @@ FinishResult MooncakeConnectorScheduler::request_finished(Request& request, cons
         .request(request.id())
         .block_groups("blocks", groups)
         .flag("delay_free", delay_free_blocks);
-    return {delay_free_blocks};
+    return {.delay_free_blocks = delay_free_blocks};
 }
 
 }  // namespace kvsim

@@ -7,11 +7,13 @@
 
 namespace kvsim {
 
-MooncakeConnectorWorker::MooncakeConnectorWorker(const ConnectorSpec& spec, WorkerEnv& env)
+MooncakeConnectorWorker::MooncakeConnectorWorker(const ConnectorSpec& spec, WorkerEnv& env,
+                                                 MooncakeWorkerOptions options)
     : spec_(spec),
       env_(env),
       is_kv_producer_(spec.role == KvRole::kv_producer),
-      is_kv_consumer_(spec.role == KvRole::kv_consumer) {}
+      is_kv_consumer_(spec.role == KvRole::kv_consumer),
+      options_(options) {}
 
 EventBuilder MooncakeConnectorWorker::log(std::string format, const char* action, const std::string& req_id) {
     EventBuilder event(env_.log, EventCategory::p2p, std::move(format));
@@ -44,7 +46,10 @@ void MooncakeConnectorWorker::start_load_kv(int step, const MooncakeConnectorMet
     for (const auto& pull : meta.reqs_to_recv) {
         const bool failed = env_.faults != nullptr && env_.faults->take_load_failure(pull.req_id);
         const int delay = env_.draw_load_delay();
-        pulls_.push_back({pull.req_id, pull.local_block_ids, step + delay, failed});
+        pulls_.push_back({.req_id = pull.req_id,
+                          .local_block_ids = pull.local_block_ids,
+                          .done_step = step + delay,
+                          .failed = failed});
         log(failed ? "pull {request} {blocks} answers at step {answer_step} (load_fail)"
                    : "pull {request} {blocks} answers at step {answer_step}",
             "pull", pull.req_id)
@@ -75,7 +80,7 @@ void MooncakeConnectorWorker::record_send_reqs(int step, const MooncakeConnector
                 .integer("pull_step", slot.pull_step);
         } else if (!send_slots_.contains(send.req_id)) {
             // From update_state_after_alloc: create the (not ready) slot.
-            send_slots_[send.req_id] = SendSlot{send.req_id, {}, false, 0};
+            send_slots_[send.req_id] = SendSlot{.p_req_id = send.req_id, .local_block_ids = {}, .ready = false, .pull_step = 0};
         }
     }
     // Upstream iterates a Python set (hash order); kvsim uses sorted order.
@@ -128,7 +133,7 @@ KVConnectorOutput MooncakeConnectorWorker::get_finished(int step, const std::set
                 if (env_.observer != nullptr)
                     env_.observer->load_written(pull.req_id, flatten_blocks(pull.local_block_ids), "p2p");
                 out.finished_recving.insert(pull.req_id);
-            } else if (report_empty_pulls_) {
+            } else if (options_.report_empty_pulls) {
                 out.finished_recving.insert(pull.req_id);
                 log_pull_result(pull.req_id, true, true, true);
             } else {

@@ -27,21 +27,23 @@
 
 namespace kvsim {
 
-class MooncakeConnectorWorker : public KVConnectorWorker {
-public:
-    // MooncakeConnectorWorker.__init__ @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: role flags by strict equality; the
-    // receiver runs unless kv_producer, the sender unless kv_consumer.
-    MooncakeConnectorWorker(const ConnectorSpec& spec, WorkerEnv& env);
-
-    void execute(int step, const SchedulerOutput& output) override;
-    KVConnectorOutput get_finished(int step, const std::set<std::string>& finished_req_ids) override;
-    bool busy() const override;
-
+struct MooncakeWorkerOptions {
     // Upstream reports a notify-only pull (no local blocks) in finished_recving once P
     // answers ok (process_pulling_result does not look at the blocks); only the failure
     // path (_handle_failed_recv) skips it. Default: upstream. false = the variant the
     // failure-path comment describes ("no D request is waiting on a load").
-    void set_report_empty_pulls(bool report) { report_empty_pulls_ = report; }
+    bool report_empty_pulls = true;
+};
+
+class MooncakeConnectorWorker : public KVConnectorWorker {
+public:
+    // MooncakeConnectorWorker.__init__ @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: role flags by strict equality; the
+    // receiver runs unless kv_producer, the sender unless kv_consumer.
+    MooncakeConnectorWorker(const ConnectorSpec& spec, WorkerEnv& env, MooncakeWorkerOptions options = {});
+
+    void execute(int step, const SchedulerOutput& output) override;
+    KVConnectorOutput get_finished(int step, const std::set<std::string>& finished_req_ids) override;
+    bool busy() const override;
 
     struct Pull {
         std::string req_id;
@@ -70,7 +72,7 @@ private:
     WorkerEnv& env_;
     bool is_kv_producer_;
     bool is_kv_consumer_;
-    bool report_empty_pulls_ = true;
+    MooncakeWorkerOptions options_;
     std::vector<Pull> pulls_;                     // in start order
     std::map<std::string, SendSlot> send_slots_;  // transfer id -> slot
 };

@@ -12,7 +12,7 @@ namespace {
 
 constexpr const char* kSchedulerPy = "vllm/v1/core/sched/scheduler.py";
 
-constexpr ModelCheck model_check{"scheduler model"};
+constexpr ModelCheck model_check{.component = "scheduler model"};
 
 int cdiv(int a, int b) { return (a + b - 1) / b; }
 
@@ -47,7 +47,7 @@ Request& Scheduler::request(const std::string& id) {
 }
 
 void Scheduler::set_status(Request& req, RequestStatus status) {
-    transitions_.push_back({req.id(), req.status, status});
+    transitions_.push_back({.req_id = req.id(), .from = req.status, .to = status});
     req.status = status;
 }
 
@@ -61,7 +61,7 @@ void Scheduler::add_request(std::unique_ptr<Request> req) {
         .integer("prompt", req->num_prompt_tokens())
         .integer("max_tokens", req->max_tokens())
         .flag("remote_prefill", remote_prefill);
-    transitions_.push_back({id, std::nullopt, req->status});
+    transitions_.push_back({.req_id = id, .from = std::nullopt, .to = req->status});
     waiting_.push_back(id);  // no blocked status at arrival in this model
     requests_[id] = std::move(req);
 }
@@ -348,7 +348,8 @@ void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
     // Model runner v2: resumed requests are folded into the new-request list (full resend).
     auto add_new = [&](const std::string& id) {
         const Request& req = request(id);
-        out.scheduled_new_reqs.push_back({id, st.req_to_new_blocks.at(id), req.num_computed_tokens});
+        out.scheduled_new_reqs.push_back(
+            {.req_id = id, .block_ids = st.req_to_new_blocks.at(id), .num_computed_tokens = req.num_computed_tokens});
     };
     for (const auto& id : st.scheduled_new) add_new(id);
     for (const auto& id : st.scheduled_resumed) add_new(id);
@@ -558,7 +559,7 @@ void Scheduler::free_blocks(Request& req) {
     kv_cache_manager_.free(req);
     log_.event(EventCategory::free, "{request} {blocks}").request(req.id()).blocks("blocks", blocks);
     const std::string id = req.id();
-    transitions_.push_back({id, req.status, std::nullopt});
+    transitions_.push_back({.req_id = id, .from = req.status, .to = std::nullopt});
     requests_.erase(id);
 }
 

@@ -53,7 +53,6 @@ public:
     const std::vector<std::string>& running() const { return running_; }
     const std::set<std::string>& finished_recving_kv_req_ids() const { return finished_recving_kv_req_ids_; }
     const KVCacheManager& kv_cache_manager() const { return kv_cache_manager_; }
-    KVCacheManager& kv_cache_manager() { return kv_cache_manager_; }
     const EngineConfig& config() const { return config_; }
 
     // Transitions since clear_transitions(), in the order they happened.

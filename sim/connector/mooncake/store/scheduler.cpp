@@ -49,21 +49,10 @@ const RequestTracker* MooncakeStoreScheduler::tracker(const std::string& req_id)
     return it == request_trackers_.end() ? nullptr : &it->second;
 }
 
-RequestTracker& MooncakeStoreScheduler::tracker_for_test(const std::string& req_id) {
-    RequestTracker& t = request_trackers_[req_id];
-    t.req_id = req_id;
-    return t;
-}
-
-void MooncakeStoreScheduler::set_unfinished_for_test(const Request& request, GroupBlockIds block_ids) {
-    unfinished_requests_[request.id()] = {&request, std::move(block_ids)};
-    unfinished_request_ids_.insert(request.id());
-}
-
 MatchResult MooncakeStoreScheduler::get_num_new_matched_tokens(Request& request, int num_computed_tokens) {
-    if (!spec_.enable_lookup) return {0, false};
+    if (!spec_.enable_lookup) return {.num_tokens = 0, .load_async = false};
     // Without partial hash hits, prompts shorter than one block are not looked up.
-    if (request.num_tokens() < block_size_) return {0, false};
+    if (request.num_tokens() < block_size_) return {.num_tokens = 0, .load_async = false};
 
     // store/worker.py LookupKeyClient.lookup @ 003df2961dd8830c317a61f9745ccd557da9fa06: the future is submitted on the first call and
     // answers from the store as it was then; non_block returns None until it is done.
@@ -73,21 +62,22 @@ MatchResult MooncakeStoreScheduler::get_num_new_matched_tokens(Request& request,
                         : store_lookup_hit_tokens(store_, request.num_tokens(), request.block_hashes(), block_size_);
     if (spec_.lookup_async && faults_.lookup_pending(request.id())) {
         pending_lookups_[request.id()] = hit;
-        return {std::nullopt, false};
+        return {.num_tokens = std::nullopt, .load_async = false};
     }
     if (pending != pending_lookups_.end()) pending_lookups_.erase(pending);
 
     const int need_to_allocate = hit < num_computed_tokens ? 0 : hit - num_computed_tokens;
-    if (need_to_allocate <= 0) return {0, false};
-    load_specs_[request.id()] = LoadSpec{num_computed_tokens, hit, false, 0};
-    return {need_to_allocate, spec_.load_async};
+    if (need_to_allocate <= 0) return {.num_tokens = 0, .load_async = false};
+    load_specs_[request.id()] = LoadSpec{
+        .vllm_cached_tokens = num_computed_tokens, .kvpool_cached_tokens = hit, .can_load = false, .token_len = 0};
+    return {.num_tokens = need_to_allocate, .load_async = spec_.load_async};
 }
 
 void MooncakeStoreScheduler::update_state_after_alloc(Request& request, const KVCacheBlocks& blocks,
                                                       int num_external_tokens) {
     GroupBlockIds local_block_ids;
     if (num_external_tokens > 0) local_block_ids = blocks.block_ids;
-    unfinished_requests_[request.id()] = {&request, std::move(local_block_ids)};
+    unfinished_requests_[request.id()] = {.request = &request, .block_ids = std::move(local_block_ids)};
     unfinished_request_ids_.insert(request.id());
 
     auto it = load_specs_.find(request.id());
@@ -153,8 +143,12 @@ void MooncakeStoreScheduler::add_new_requests(StoreMetadata& meta, const Schedul
                                     nr.req_id);
         const Request& request = *entry->request;
         RequestTracker& tracker = request_trackers_[nr.req_id];
-        tracker = RequestTracker{nr.req_id, num_tokens_to_compute, GroupBlockIds{nr.block_ids}, 0, false,
-                                 request.num_tokens()};
+        tracker = RequestTracker{.req_id = nr.req_id,
+                                 .token_len = num_tokens_to_compute,
+                                 .allocated_block_ids = GroupBlockIds{nr.block_ids},
+                                 .num_saved_tokens = 0,
+                                 .has_pending_offload = false,
+                                 .prefill_end_tokens = request.num_tokens()};
         add_request(meta, ReqMeta::from_request_tracker(tracker, block_size_, load_spec, is_consumer,
                                                         request.block_hashes()));
     }
@@ -188,12 +182,12 @@ void MooncakeStoreScheduler::add_resumed_request(StoreMetadata& meta, const Sche
                                 req_id);
     const Request& request = *entry->request;
     RequestTracker& tracker = request_trackers_[req_id];
-    tracker = RequestTracker{req_id,
-                             request.num_computed_tokens + output.num_scheduled_tokens.at(req_id),
-                             new_block_ids,
-                             0,
-                             false,
-                             request.num_tokens()};
+    tracker = RequestTracker{.req_id = req_id,
+                             .token_len = request.num_computed_tokens + output.num_scheduled_tokens.at(req_id),
+                             .allocated_block_ids = new_block_ids,
+                             .num_saved_tokens = 0,
+                             .has_pending_offload = false,
+                             .prefill_end_tokens = request.num_tokens()};
     add_request(meta, ReqMeta::from_request_tracker(tracker, block_size_, load_spec,
                                                     spec_.role == KvRole::kv_consumer, request.block_hashes()));
 }
@@ -241,7 +235,12 @@ void MooncakeStoreScheduler::add_pending_load_requests(StoreMetadata& meta, cons
         // #54643: a LoadSpec this connector does not own a load for is dropped before any tracker exists.
         if (variant_.pending_load_guard == PendingLoadGuard::on && !load_spec->can_load) continue;
         RequestTracker& tracker = request_trackers_[req_id];
-        tracker = RequestTracker{req_id, load_spec->kvpool_cached_tokens, entry.block_ids, 0, false, 0};
+        tracker = RequestTracker{.req_id = req_id,
+                                 .token_len = load_spec->kvpool_cached_tokens,
+                                 .allocated_block_ids = entry.block_ids,
+                                 .num_saved_tokens = 0,
+                                 .has_pending_offload = false,
+                                 .prefill_end_tokens = 0};
         // Upstream passes skip_save=None here; seed 000's rejected fix passes is_consumer.
         const std::optional<bool> skip_save =
             variant_.pending_skip_save == PendingSkipSave::is_consumer ? std::optional<bool>(is_consumer) : std::nullopt;
@@ -312,7 +311,7 @@ void MooncakeStoreScheduler::reference_save_blocks(StoreMetadata& meta) {
                     block_ids.push_back(id);
         if (block_ids.empty()) continue;
         pool_->touch(block_ids);
-        pinned_saves_[store_job_id] = PinnedSave{std::move(block_ids), num_workers_};
+        pinned_saves_[store_job_id] = PinnedSave{.block_ids = std::move(block_ids), .remaining = num_workers_};
     }
 }
 
@@ -337,11 +336,11 @@ void MooncakeStoreScheduler::update_connector_output(const KVConnectorOutput& ou
 }
 
 FinishResult MooncakeStoreScheduler::request_finished(Request& request, const std::vector<BlockId>& block_ids) {
-    if (variant_.save_block_refs == SaveBlockRefs::store_job_pins) return {false};
-    if (spec_.role == KvRole::kv_consumer && !spec_.save_decode_cache) return {false};
+    if (variant_.save_block_refs == SaveBlockRefs::store_job_pins) return {.delay_free_blocks = false};
+    if (spec_.role == KvRole::kv_consumer && !spec_.save_decode_cache) return {.delay_free_blocks = false};
     const RequestTracker* t = tracker(request.id());
-    if (t == nullptr || (t->num_saved_tokens <= 0 && !t->has_pending_offload)) return {false};
-    return {!block_ids.empty()};
+    if (t == nullptr || (t->num_saved_tokens <= 0 && !t->has_pending_offload)) return {.delay_free_blocks = false};
+    return {.delay_free_blocks = !block_ids.empty()};
 }
 
 std::vector<BlockId> MooncakeStoreScheduler::pinned_blocks() const {

@@ -80,12 +80,10 @@ public:
     const std::map<std::int64_t, PinnedSave>& pinned_saves() const { return pinned_saves_; }
     std::int64_t next_store_job_id() const { return next_store_job_id_; }
 
-    // Direct state access, as upstream's unit tests poke the scheduler's dicts.
-    std::map<std::string, LoadSpec>& load_specs_for_test() { return load_specs_; }
-    RequestTracker& tracker_for_test(const std::string& req_id);
-    void set_unfinished_for_test(const Request& request, GroupBlockIds block_ids);
-
 private:
+    // Direct state access for the unit tests (defined in tests/), as upstream's tests poke the scheduler's dicts.
+    friend struct StoreSchedulerTestAccess;
+
     // The parts of build_connector_meta, in upstream's order.
     void forget_finished_and_preempted(const SchedulerOutput& output);
     void add_new_requests(StoreMetadata& meta, const SchedulerOutput& output);

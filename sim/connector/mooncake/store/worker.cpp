@@ -49,7 +49,8 @@ void MooncakeStoreWorker::execute(int step, const SchedulerOutput& output) {
         if (!m.block_ids.empty())
             for (std::size_t i = first; i < last && i < m.block_ids[0].size(); ++i) blocks.push_back(m.block_ids[0][i]);
         if (spec_.load_async) {
-            loads_[next_seq_++] = InflightLoad{m.req_id, std::move(blocks), step + env_.draw_load_delay()};
+            loads_[next_seq_++] = InflightLoad{
+                .req_id = m.req_id, .blocks = std::move(blocks), .done_step = step + env_.draw_load_delay()};
             continue;
         }
         // A sync load lands before this step's forward pass; it is never reported as finished_recving.
@@ -84,7 +85,7 @@ void MooncakeStoreWorker::execute(int step, const SchedulerOutput& output) {
                     .request(job.req_id);
             continue;
         }
-        InflightSave save{std::move(job), {}};
+        InflightSave save{.job = std::move(job), .copies = {}};
         for (int r = 0; r < static_cast<int>(rank_busy_until_.size()); ++r) {
             const auto ri = static_cast<std::size_t>(r);
             int done = step + env_.draw_store_delay();
@@ -92,7 +93,7 @@ void MooncakeStoreWorker::execute(int step, const SchedulerOutput& output) {
             done = std::max(done, rank_busy_until_[ri]);
             rank_busy_until_[ri] = done;
             const bool fails = env_.faults != nullptr && env_.faults->take_store_failure(r);
-            save.copies.push_back(RankCopy{r, done, fails, false});
+            save.copies.push_back(RankCopy{.rank = r, .done_step = done, .fails = fails, .reported = false});
             if (variant_.save_block_refs == SaveBlockRefs::delay_free) ++stored_requests_[ri][save.job.req_id];
         }
         saves_[next_seq_++] = std::move(save);
