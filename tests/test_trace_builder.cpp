@@ -44,7 +44,7 @@ TEST_CASE("trace builder: a remote prefill to a kv_producer p2p connector is val
     CHECK_FALSE(passes_remote_prefill(store_only));
 }
 
-TEST_CASE("trace builder: remote_decode needs a p2p connector that sends; prefill wins over decode", "[builder]") {
+TEST_CASE("trace builder: remote_decode needs a p2p connector that sends and prefill wins over decode", "[builder]") {
     CHECK_FALSE(accepts_remote_decode(p2p_only(KvRole::kv_consumer)));
     CHECK(accepts_remote_decode(p2p_only(KvRole::kv_producer)));
     CHECK(accepts_remote_decode(p2p_only(KvRole::kv_both)));
@@ -106,7 +106,7 @@ TEST_CASE("trace builder: every pool pressure fits the largest request alone", "
     }
 }
 
-TEST_CASE("trace builder: a request's blocks are capped by max_model_len; min_num_blocks fits it", "[builder]") {
+TEST_CASE("trace builder: a request's blocks are capped by max_model_len and min_num_blocks fits it", "[builder]") {
     CHECK(request_blocks(10, 6, 64, 4) == 4);
     CHECK(request_blocks(10, 100, 64, 4) == 16);  // capped at 64 tokens
     CHECK(min_num_blocks(one_request(10, 6)) == 4 + kNullBlocks);

@@ -205,14 +205,15 @@ TEST_CASE("every failing corpus trace is a known finding of fuzz/known_findings.
     }
 }
 
-TEST_CASE("triage matches known-finding conditions on typed fields; a new cause behind a known signature is new",
+TEST_CASE("triage matches known-finding conditions on typed fields and a new cause behind a known signature is new",
           "[triage]") {
-    // seed 000 under v0.29.0: MultiConnector(p2p, store), the store child's pending-load save of r2
+    // seed 000 under v0.29.0: MultiConnector(p2p, store); r1 is parked for its async P2P load, then
+    // the store child's pending-load branch builds a save for it and the assertion fires
     const Sandbox box("triage-conditions");
     const auto a = box.artifact("crash-seed000", kArtifactA);
-    const auto triage_with = [&](const std::string& stack, const std::string& action) {
+    const auto triage_with = [&](const std::string& stack, const std::string& category) {
         const std::string entry = "v0.29.0 crash:missing_current_block_table name=pending_save stack~" + stack +
-                                  " event~meta,connector=store,action=" + action + ",request=$request seed 000\n";
+                                  " event~" + category + ",request=$request,external=48 seed 000\n";
         const auto r = box.triage("--known " + box.artifact("known.txt", entry) + " " + a);
         INFO(r.out);
         CHECK(r.exit_code == 0);
@@ -220,14 +221,14 @@ TEST_CASE("triage matches known-finding conditions on typed fields; a new cause 
     };
     const fs::path findings = box.dir / "findings" / "v0.29.0";
     SECTION("every condition holds: known, filed apart under <signature>~<ID>") {
-        REQUIRE_THAT(triage_with("p2p,store", "save"), Catch::Contains("0 new finding(s), 1 known"));
+        REQUIRE_THAT(triage_with("p2p,store", "park"), Catch::Contains("0 new finding(s), 1 known"));
         REQUIRE(fs::exists(findings / "crash:missing_current_block_table~pending_save"));
     }
     SECTION("a condition fails (the stack is the other way round): new") {
-        REQUIRE_THAT(triage_with("store,p2p", "save"), Catch::Contains("1 new finding(s), 0 known"));
+        REQUIRE_THAT(triage_with("store,p2p", "park"), Catch::Contains("1 new finding(s), 0 known"));
         REQUIRE(fs::exists(findings / "crash:missing_current_block_table"));
     }
     SECTION("an event condition on a field value the replay never has: new") {
-        REQUIRE_THAT(triage_with("p2p,store", "load"), Catch::Contains("1 new finding(s), 0 known"));
+        REQUIRE_THAT(triage_with("p2p,store", "promote"), Catch::Contains("1 new finding(s), 0 known"));
     }
 }
