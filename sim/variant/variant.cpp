@@ -43,6 +43,15 @@ const std::vector<FlagRow>& flag_rows() {
         flag_row<&Variant::pending_skip_save>("pending_skip_save", {{"none", ""}, {"is_consumer", "seed 000, rejected"}}),
         flag_row<&Variant::multi_loser_blocks>("multi_loser_blocks", {{"empty", ""}, {"real", "#46865"}}),
         flag_row<&Variant::save_block_refs>("save_block_refs", {{"delay_free", ""}, {"store_job_pins", "#52372"}}),
+        flag_row<&Variant::p2p_abort_pull>("p2p_abort_pull", {{"reported", ""}, {"silent", "#50565, open"}}),
+        flag_row<&Variant::p2p_empty_pull>("p2p_empty_pull",
+                                           {{"reported", ""}, {"only_when_loading", "NIXL's #56640, kvsim fix"}}),
+        flag_row<&Variant::failed_load_inflight>("failed_load_inflight", {{"kept", ""}, {"discarded", "kvsim fix"}}),
+        flag_row<&Variant::async_load_behind_blockless>("async_load_behind_blockless",
+                                                        {{"admitted", ""}, {"deferred", "#57841, open"}}),
+        flag_row<&Variant::pinned_victim>("pinned_victim",
+                                          {{"preempted", ""}, {"stops_retry", "#49675's guard on pins, kvsim fix"}}),
+        flag_row<&Variant::store_tracker_rewind>("store_tracker_rewind", {{"off", ""}, {"on", "kvsim fix"}}),
     };
     return rows;
 }
@@ -87,23 +96,53 @@ const std::vector<Release>& releases() {
     return table;
 }
 
-// A patch sets one flag to one value.
-struct Patch {
-    VariantPatch info;
+// A patch sets flags to values (most patches: one flag).
+struct FlagSetting {
     std::string_view flag;
     std::string_view value;
 };
+struct Patch {
+    VariantPatch info;
+    std::vector<FlagSetting> settings;
+};
+
+// The fix patches of kvsim's findings (corpus/findings/), one flag each; all_fixes sets them all.
+const std::vector<FlagSetting>& finding_fixes() {
+    static const std::vector<FlagSetting> table = {
+        {"p2p_abort_pull", "silent"},           {"p2p_empty_pull", "only_when_loading"},
+        {"failed_load_inflight", "discarded"},  {"async_load_behind_blockless", "deferred"},
+        {"pinned_victim", "stops_retry"},       {"store_tracker_rewind", "on"},
+    };
+    return table;
+}
 
 const std::vector<Patch>& patches() {
     static const std::vector<Patch> table = {
-        {{"003", "seed 000's backport of #54643 onto v0.29.0 (pending-load guard)"}, "pending_load_guard", "on"},
+        {{"003", "seed 000's backport of #54643 onto v0.29.0 (pending-load guard)"}, {{"pending_load_guard", "on"}}},
         {{"skip_save_is_consumer", "seed 000's rejected fix: pending branch uses skip_save=is_consumer"},
-         "pending_skip_save", "is_consumer"},
+         {{"pending_skip_save", "is_consumer"}}},
         {{"pr54643", "upstream #54643: skip a pending LoadSpec whose load this connector does not own"},
-         "pending_load_guard", "on"},
-        {{"pr54853", "upstream #54853: snapshot every scheduled request"}, "snapshot_rule", "every_scheduled"},
-        {{"pr55066", "upstream #55066: drop a stale save with a warning and roll the watermark back"}, "stale_save",
-         "drop_warn_rollback"},
+         {{"pending_load_guard", "on"}}},
+        {{"pr54853", "upstream #54853: snapshot every scheduled request"}, {{"snapshot_rule", "every_scheduled"}}},
+        {{"pr55066", "upstream #55066: drop a stale save with a warning and roll the watermark back"},
+         {{"stale_save", "drop_warn_rollback"}}},
+        {{"pr50565", "upstream #50565 (open): the cleanup pull of a request finished before allocation is not "
+                     "reported to the scheduler"},
+         {{"p2p_abort_pull", "silent"}}},
+        {{"p2p_pull_only_when_loading", "NIXL's rule (#56640) for MooncakeConnector: a notify-only pull is reported "
+                                        "only while the request awaits this connector's KV"},
+         {{"p2p_empty_pull", "only_when_loading"}}},
+        {{"discard_inflight_on_failed_load", "kvsim fix: a fully failed async load leaves _inflight_prefills"},
+         {{"failed_load_inflight", "discarded"}}},
+        {{"pr57841", "upstream #57841 (open): no async load is admitted behind a skipped request holding no blocks"},
+         {{"async_load_behind_blockless", "deferred"}}},
+        {{"pin_aware_preemption", "#49675's guard extended to store-job pins: a victim whose preemption frees no "
+                                  "block stops the allocation retry"},
+         {{"pinned_victim", "stops_retry"}}},
+        {{"store_tracker_rewind", "kvsim fix: the store's RequestTracker follows the core's rewind after a failed "
+                                  "sync load"},
+         {{"store_tracker_rewind", "on"}}},
+        {{"all_fixes", "every fix patch of corpus/findings/ above"}, finding_fixes()},
     };
     return table;
 }
@@ -153,7 +192,7 @@ std::optional<Variant> resolve_variant(std::string_view name, std::string* error
                                      joined_names(patches(), [](const Patch& p) { return p.info.name; }));
             return std::nullopt;
         }
-        set_flag(v, patch->flag, patch->value);
+        for (const FlagSetting& setting : patch->settings) set_flag(v, setting.flag, setting.value);
     }
     v.name = std::string(name);
     return v;
@@ -175,6 +214,8 @@ const std::vector<VariantPreset>& variant_presets() {
         {"v0.29.0+skip_save_is_consumer", "v0.29.0 with seed 000's rejected fix", known_broken},
         {"v0.29.0+pr55066", "v0.29.0 with the stale-save guard of #55066", clean},
         {"v0.30.0", "release; carries #54643 and #54853", clean, true},
+        {"v0.30.0+all_fixes", "v0.30.0 with the fix patch of every known finding: a campaign here finds only new bugs",
+         clean},
     };
     return table;
 }

@@ -44,7 +44,7 @@ void MooncakeConnectorWorker::start_load_kv(int step, const MooncakeConnectorMet
     for (const auto& pull : meta.reqs_to_recv) {
         const bool failed = env_.faults != nullptr && env_.faults->take_load_failure(pull.req_id);
         const int delay = env_.draw_load_delay();
-        pulls_.push_back({pull.req_id, pull.local_block_ids, step + delay, failed});
+        pulls_.push_back({pull.req_id, pull.local_block_ids, step + delay, failed, pull.notify_scheduler});
         log(failed ? "pull {request} {blocks} answers at step {answer_step} (load_fail)"
                    : "pull {request} {blocks} answers at step {answer_step}",
             "pull", pull.req_id)
@@ -128,7 +128,7 @@ KVConnectorOutput MooncakeConnectorWorker::get_finished(int step, const std::set
                 if (env_.observer != nullptr)
                     env_.observer->load_written(pull.req_id, flatten_blocks(pull.local_block_ids), "p2p");
                 out.finished_recving.insert(pull.req_id);
-            } else if (report_empty_pulls_) {
+            } else if (report_empty_pulls_ && pull.notify_scheduler) {
                 out.finished_recving.insert(pull.req_id);
                 log_pull_result(pull.req_id, true, true, true);
             } else {
