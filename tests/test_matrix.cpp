@@ -127,6 +127,6 @@ TEST_CASE("variants_in_expectations lists each variant once in order of first ap
     const std::vector<kvsim::MatrixTrace> traces = {upstream_trace("seed001_decode_save_without_block_table"),
                                                     upstream_trace("seed000_multiconnector_consumer")};
     REQUIRE(kvsim::variants_in_expectations(traces) ==
-            std::vector<std::string>{"v0.29.0", "v0.29.0+003", "v0.29.0+pr55066", "v0.30.0", "v0.27.1",
-                                     "v0.29.0+skip_save_is_consumer"});
+            std::vector<std::string>{"v0.29.0", "v0.29.0+003", "v0.29.0+pr55066", "v0.30.0", "v0.30.0+all_fixes",
+                                     "v0.27.1", "v0.29.0+skip_save_is_consumer"});
 }

@@ -493,6 +493,43 @@ TEST_CASE("p2p worker notify-only pull is reported on success but not on failure
     CHECK_FALSE(quiet.busy());
 }
 
+TEST_CASE("p2p fix patches: pulls nobody awaits are queued with notify_scheduler off", "[p2p][patch]") {
+    EventLog log;
+    auto abort_pull = [&](const char* variant) {
+        MooncakeConnectorScheduler s(p2p_spec(KvRole::kv_consumer), log, require_variant(variant));
+        Request d = make_request("d", 10, d_params());
+        d.status = RequestStatus::finished_aborted;
+        s.request_finished(d, {});
+        const auto meta = as_p2p(s.build_connector_meta(SchedulerOutput{}));
+        REQUIRE(meta.reqs_to_recv.size() == 1);
+        return meta.reqs_to_recv[0].notify_scheduler;
+    };
+    CHECK(abort_pull("v0.30.0"));
+    CHECK_FALSE(abort_pull("v0.30.0+pr50565"));
+    CHECK_FALSE(abort_pull("v0.30.0+p2p_pull_only_when_loading"));
+
+    auto alloc_pull = [&](const char* variant, int num_external) {
+        MooncakeConnectorScheduler s(p2p_spec(KvRole::kv_consumer), log, require_variant(variant));
+        Request r = make_request("d", 10, d_params());
+        s.update_state_after_alloc(r, blocks_of({1, 2, 3}, {3}), num_external);
+        const auto meta = as_p2p(s.build_connector_meta(SchedulerOutput{}));
+        REQUIRE(meta.reqs_to_recv.size() == 1);
+        return meta.reqs_to_recv[0].notify_scheduler;
+    };
+    CHECK(alloc_pull("v0.30.0", 0));
+    CHECK(alloc_pull("v0.30.0+pr50565", 0));  // #50565 leaves the sibling-won pull alone
+    CHECK_FALSE(alloc_pull("v0.30.0+p2p_pull_only_when_loading", 0));
+    CHECK(alloc_pull("v0.30.0+p2p_pull_only_when_loading", 4));  // a real load is awaited
+}
+
+TEST_CASE("p2p worker does not report an ok pull queued with notify_scheduler off", "[p2p][patch]") {
+    WorkerRig rig;
+    MooncakeConnectorWorker w(p2p_spec(KvRole::kv_consumer), rig.env);
+    w.execute(0, output_with(pulls({{"e", {}, false}, {"f", {}, true}})));
+    CHECK(w.get_finished(1, {}).finished_recving == std::set<std::string>{"f"});
+    CHECK_FALSE(w.busy());
+}
+
 TEST_CASE("p2p worker producer sends after the pull delay", "[p2p]") {
     WorkerRig rig;
     rig.env.config.pull_delay = 3;

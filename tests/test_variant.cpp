@@ -10,15 +10,20 @@ using namespace kvsim;
 
 TEST_CASE("variant flags: each row lists its values with the PR that brought them", "[variant]") {
     const auto& flags = variant_flags();
-    REQUIRE(flags.size() == 7);
+    REQUIRE(flags.size() == 13);
     CHECK(flags[0].flag == "free_order");
     CHECK(flags[0].values == "append_all | fresh_head (#42656) | fresh_head_lifo (#51482)");
     CHECK(flags[4].values == "none | is_consumer (seed 000, rejected)");
+    CHECK(flags[8].values == "reported | only_when_loading (NIXL's #56640, kvsim fix)");
+    const std::vector<std::string> unfixed = {"reported", "reported", "kept", "admitted", "preempted", "off"};
+    auto with_unfixed = [&](std::vector<std::string> values) {
+        values.insert(values.end(), unfixed.begin(), unfixed.end());
+        return values;
+    };
     CHECK(variant_flag_values(require_variant("v0.27.1")) ==
-          std::vector<std::string>{"fresh_head", "none", "tracker_ids", "off", "none", "real", "delay_free"});
+          with_unfixed({"fresh_head", "none", "tracker_ids", "off", "none", "real", "delay_free"}));
     CHECK(variant_flag_values(require_variant("v0.30.0")) ==
-          std::vector<std::string>{"fresh_head_lifo", "every_scheduled", "assert_missing", "on", "none", "real",
-                                   "store_job_pins"});
+          with_unfixed({"fresh_head_lifo", "every_scheduled", "assert_missing", "on", "none", "real", "store_job_pins"}));
 }
 
 TEST_CASE("variant patches set their flag on top of a release", "[variant]") {
@@ -33,8 +38,41 @@ TEST_CASE("variant patches set their flag on top of a release", "[variant]") {
     CHECK(error.find("'+nope'") != std::string::npos);
 }
 
+TEST_CASE("variant patches: one per known finding, and all_fixes composes them all", "[variant]") {
+    const Variant base = require_variant("v0.30.0");
+    struct One {
+        const char* patch;
+        const char* flag;
+        const char* fixed;
+    };
+    const std::vector<One> fixes = {{"pr50565", "p2p_abort_pull", "silent"},
+                                    {"p2p_pull_only_when_loading", "p2p_empty_pull", "only_when_loading"},
+                                    {"discard_inflight_on_failed_load", "failed_load_inflight", "discarded"},
+                                    {"pr57841", "async_load_behind_blockless", "deferred"},
+                                    {"pin_aware_preemption", "pinned_victim", "stops_retry"},
+                                    {"store_tracker_rewind", "store_tracker_rewind", "on"}};
+    const Variant all = require_variant("v0.30.0+all_fixes");
+    for (const One& f : fixes) {
+        INFO(f.patch);
+        const Variant patched = require_variant(std::string("v0.30.0+") + f.patch);
+        CHECK(variant_flag_value(patched, f.flag) == f.fixed);
+        CHECK(variant_flag_value(base, f.flag) != f.fixed);
+        CHECK(variant_flag_value(all, f.flag) == f.fixed);
+        // Exactly one flag differs from the release.
+        int changed = 0;
+        for (const auto& row : variant_flags())
+            changed += variant_flag_value(patched, row.flag) != variant_flag_value(base, row.flag) ? 1 : 0;
+        CHECK(changed == 1);
+    }
+    // all_fixes leaves the release's own flags alone, and composes with the other patches.
+    for (const char* flag : {"free_order", "snapshot_rule", "stale_save", "pending_load_guard", "save_block_refs"})
+        CHECK(variant_flag_value(all, flag) == variant_flag_value(base, flag));
+    CHECK(require_variant("v0.29.0+all_fixes+pr55066").stale_save == StaleSave::drop_warn_rollback);
+}
+
 TEST_CASE("variant presets: tags and the default live in the preset table", "[variant]") {
-    CHECK(presets_with(PresetTag::clean) == std::vector<std::string>{"v0.29.0+003", "v0.29.0+pr55066", "v0.30.0"});
+    CHECK(presets_with(PresetTag::clean) ==
+          std::vector<std::string>{"v0.29.0+003", "v0.29.0+pr55066", "v0.30.0", "v0.30.0+all_fixes"});
     CHECK(presets_with(PresetTag::known_broken) ==
           std::vector<std::string>{"v0.27.1", "v0.29.0", "v0.29.0+skip_save_is_consumer"});
     CHECK(default_variant() == "v0.30.0");

@@ -19,7 +19,7 @@ ConnectorStack make_one(const ConnectorSpec& spec, const ConnectorContext& ctx) 
         stack.scheduler = std::make_unique<StandInConnectorScheduler>(spec);
         stack.worker = std::make_unique<StandInConnectorWorker>(spec);
     } else if (spec.kind == "p2p") {
-        stack.scheduler = std::make_unique<MooncakeConnectorScheduler>(spec, *ctx.log);
+        stack.scheduler = std::make_unique<MooncakeConnectorScheduler>(spec, *ctx.log, *ctx.variant);
         stack.worker = std::make_unique<MooncakeConnectorWorker>(spec, *ctx.worker_env);
     } else if (spec.kind == "store") {
         stack.scheduler = std::make_unique<MooncakeStoreScheduler>(spec, engine, *ctx.variant, ctx.trace->workers.ranks,

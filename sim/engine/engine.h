@@ -45,6 +45,9 @@ public:
     EventLog& log() { return log_; }
     const EventLog& log() const { return log_; }
     int last_step() const { return last_step_; }
+    // The connector metadata build_connector_meta emitted in the last step (null: none), for checkers
+    // that judge a step's jobs against the state at its end.
+    const ConnectorMetadata* last_connector_metadata() const { return last_connector_metadata_.get(); }
 
 private:
     void apply_events(int step);
@@ -62,6 +65,7 @@ private:
     std::unique_ptr<Scheduler> scheduler_;
     std::size_t next_event_ = 0;
     int last_step_ = -1;
+    std::shared_ptr<const ConnectorMetadata> last_connector_metadata_;
 };
 
 // The token the modelled model samples at `position` of a request: a pure function,

@@ -45,6 +45,15 @@ const std::vector<FlagRow>& flag_rows() {
         flag_row<&Variant::pending_skip_save>("pending_skip_save", {{"none", ""}, {"is_consumer", "seed 000, rejected"}}),
         flag_row<&Variant::multi_loser_blocks>("multi_loser_blocks", {{"empty", ""}, {"real", "#46865"}}),
         flag_row<&Variant::save_block_refs>("save_block_refs", {{"delay_free", ""}, {"store_job_pins", "#52372"}}),
+        flag_row<&Variant::p2p_abort_pull>("p2p_abort_pull", {{"reported", ""}, {"silent", "#50565, open"}}),
+        flag_row<&Variant::p2p_empty_pull>("p2p_empty_pull",
+                                           {{"reported", ""}, {"only_when_loading", "NIXL's #56640, kvsim fix"}}),
+        flag_row<&Variant::failed_load_inflight>("failed_load_inflight", {{"kept", ""}, {"discarded", "kvsim fix"}}),
+        flag_row<&Variant::async_load_behind_blockless>("async_load_behind_blockless",
+                                                        {{"admitted", ""}, {"deferred", "#57841, open"}}),
+        flag_row<&Variant::pinned_victim>("pinned_victim",
+                                          {{"preempted", ""}, {"stops_retry", "#49675's guard on pins, kvsim fix"}}),
+        flag_row<&Variant::store_tracker_rewind>("store_tracker_rewind", {{"off", ""}, {"on", "kvsim fix"}}),
     };
     return rows;
 }
@@ -92,33 +101,68 @@ const std::vector<Release>& releases() {
     return table;
 }
 
-// A patch sets one flag to one value.
-struct Patch {
-    VariantPatch info;
+// A patch sets flags to values (most patches: one flag).
+struct FlagSetting {
     std::string_view flag;
     std::string_view value;
 };
+struct Patch {
+    VariantPatch info;
+    std::vector<FlagSetting> settings;
+};
+
+// The fix patches of kvsim's findings (corpus/findings/), one flag each; all_fixes sets them all.
+const std::vector<FlagSetting>& finding_fixes() {
+    static const std::vector<FlagSetting> table = {
+        {"p2p_abort_pull", "silent"},           {"p2p_empty_pull", "only_when_loading"},
+        {"failed_load_inflight", "discarded"},  {"async_load_behind_blockless", "deferred"},
+        {"pinned_victim", "stops_retry"},       {"store_tracker_rewind", "on"},
+    };
+    return table;
+}
 
 const std::vector<Patch>& patches() {
     static const std::vector<Patch> table = {
-        {.info = {.name = "003", .description = "seed 000's backport of #54643 onto v0.29.0 (pending-load guard)"},
-         .flag = "pending_load_guard",
-         .value = "on"},
+        {.info = {.name = "003",
+                  .description = "seed 000's backport of #54643 onto v0.29.0 (pending-load guard)"},
+         .settings = {{.flag = "pending_load_guard", .value = "on"}}},
         {.info = {.name = "skip_save_is_consumer",
                   .description = "seed 000's rejected fix: pending branch uses skip_save=is_consumer"},
-         .flag = "pending_skip_save",
-         .value = "is_consumer"},
+         .settings = {{.flag = "pending_skip_save", .value = "is_consumer"}}},
         {.info = {.name = "pr54643",
                   .description = "upstream #54643: skip a pending LoadSpec whose load this connector does not own"},
-         .flag = "pending_load_guard",
-         .value = "on"},
-        {.info = {.name = "pr54853", .description = "upstream #54853: snapshot every scheduled request"},
-         .flag = "snapshot_rule",
-         .value = "every_scheduled"},
+         .settings = {{.flag = "pending_load_guard", .value = "on"}}},
+        {.info = {.name = "pr54853",
+                  .description = "upstream #54853: snapshot every scheduled request"},
+         .settings = {{.flag = "snapshot_rule", .value = "every_scheduled"}}},
         {.info = {.name = "pr55066",
                   .description = "upstream #55066: drop a stale save with a warning and roll the watermark back"},
-         .flag = "stale_save",
-         .value = "drop_warn_rollback"},
+         .settings = {{.flag = "stale_save", .value = "drop_warn_rollback"}}},
+        {.info = {.name = "pr50565",
+                  .description = "upstream #50565 (open): the cleanup pull of a request finished before allocation is not "
+                  "reported to the scheduler"},
+         .settings = {{.flag = "p2p_abort_pull", .value = "silent"}}},
+        {.info = {.name = "p2p_pull_only_when_loading",
+                  .description = "NIXL's rule (#56640) for MooncakeConnector: a notify-only pull is reported "
+                  "only while the request awaits this connector's KV"},
+         .settings = {{.flag = "p2p_empty_pull", .value = "only_when_loading"}}},
+        {.info = {.name = "discard_inflight_on_failed_load",
+                  .description = "kvsim fix: a fully failed async load leaves _inflight_prefills"},
+         .settings = {{.flag = "failed_load_inflight", .value = "discarded"}}},
+        {.info = {.name = "pr57841",
+                  .description = "upstream #57841 (open): no async load is admitted behind a skipped request holding no blocks"},
+         .settings = {{.flag = "async_load_behind_blockless", .value = "deferred"}}},
+        {.info = {.name = "pin_aware_preemption",
+                  .description = "#49675's guard extended to store-job pins: a victim whose preemption frees no "
+                  "block stops the allocation retry"},
+         .settings = {{.flag = "pinned_victim", .value = "stops_retry"}}},
+        {.info = {.name = "store_tracker_rewind",
+                  .description = "kvsim fix: the store's RequestTracker follows the core's rewind after a failed "
+                  "sync load"},
+         .settings = {{.flag = "store_tracker_rewind", .value = "on"}}},
+        {.info = {.name = "all_fixes",
+                  .description = "every fix patch of corpus/findings/ above"},
+         .settings = finding_fixes()},
     };
     return table;
 }
@@ -168,7 +212,7 @@ std::optional<Variant> resolve_variant(std::string_view name, std::string* error
                                      joined_names(patches(), [](const Patch& p) { return p.info.name; }));
             return std::nullopt;
         }
-        set_flag(v, patch->flag, patch->value);
+        for (const FlagSetting& setting : patch->settings) set_flag(v, setting.flag, setting.value);
     }
     v.name = std::string(name);
     return v;
@@ -184,14 +228,28 @@ Variant require_variant(std::string_view name) {
 const std::vector<VariantPreset>& variant_presets() {
     using enum PresetTag;
     static const std::vector<VariantPreset> table = {
-        {.name = "v0.27.1", .description = "release; store saves use the tracker's ids", .tag = known_broken},
-        {.name = "v0.29.0", .description = "release; seed 000 crashes here", .tag = known_broken},
-        {.name = "v0.29.0+003", .description = "v0.29.0 with seed 000's backport of #54643", .tag = clean},
+        {.name = "v0.27.1",
+         .description = "release; store saves use the tracker's ids",
+         .tag = known_broken},
+        {.name = "v0.29.0",
+         .description = "release; seed 000 crashes here",
+         .tag = known_broken},
+        {.name = "v0.29.0+003",
+         .description = "v0.29.0 with seed 000's backport of #54643",
+         .tag = clean},
         {.name = "v0.29.0+skip_save_is_consumer",
          .description = "v0.29.0 with seed 000's rejected fix",
          .tag = known_broken},
-        {.name = "v0.29.0+pr55066", .description = "v0.29.0 with the stale-save guard of #55066", .tag = clean},
-        {.name = "v0.30.0", .description = "release; carries #54643 and #54853", .tag = clean, .is_default = true},
+        {.name = "v0.29.0+pr55066",
+         .description = "v0.29.0 with the stale-save guard of #55066",
+         .tag = clean},
+        {.name = "v0.30.0",
+         .description = "release; carries #54643 and #54853",
+         .tag = clean,
+         .is_default = true},
+        {.name = "v0.30.0+all_fixes",
+         .description = "v0.30.0 with the fix patch of every known finding: a campaign here finds only new bugs",
+         .tag = clean},
     };
     return table;
 }

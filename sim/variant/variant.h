@@ -42,6 +42,26 @@ enum class MultiLoserBlocks { empty, real /* #46865 */ };
 // How a store save keeps its blocks alive until the worker has read them.
 enum class SaveBlockRefs { delay_free, store_job_pins /* #52372 */ };
 
+// The fixes of kvsim's own findings (corpus/findings/): each flag's first value is upstream's
+// behaviour at the newest release, the second the fix patch.
+// MooncakeConnector's cleanup pull for a request finished before allocation: reported to the
+// scheduler in finished_recving, or silent (#50565, open: notify_scheduler=False).
+enum class P2PAbortPull { reported, silent };
+// A notify-only pull queued by update_state_after_alloc with no external tokens: reported, or
+// reported only while the request awaits this connector's KV (NIXL's rule, #56640).
+enum class P2PEmptyPull { reported, only_when_loading };
+// A fully failed async load (nothing valid): the request stays in _inflight_prefills, or is discarded.
+enum class FailedLoadInflight { kept, discarded };
+// Waiting phase: an async load behind a skipped request that holds no blocks is admitted, or
+// deferred for the step (#57841, open).
+enum class AsyncLoadBehindBlockless { admitted, deferred };
+// Running phase: a victim whose preemption frees nothing because store jobs pin its blocks is
+// preempted anyway, or stops the allocation retry (#49675's guard, extended to store-job pins).
+enum class PinnedVictim { preempted, stops_retry };
+// MooncakeStoreScheduler's RequestTracker after the core rewinds num_computed_tokens (failed
+// sync load): keeps counting, or is rewound to the core's count.
+enum class StoreTrackerRewind { off, on };
+
 struct Variant {
     std::string name = {};
     FreeOrder free_order = FreeOrder::fresh_head_lifo;
@@ -51,6 +71,12 @@ struct Variant {
     PendingSkipSave pending_skip_save = PendingSkipSave::none;
     MultiLoserBlocks multi_loser_blocks = MultiLoserBlocks::real;
     SaveBlockRefs save_block_refs = SaveBlockRefs::store_job_pins;
+    P2PAbortPull p2p_abort_pull = P2PAbortPull::reported;
+    P2PEmptyPull p2p_empty_pull = P2PEmptyPull::reported;
+    FailedLoadInflight failed_load_inflight = FailedLoadInflight::kept;
+    AsyncLoadBehindBlockless async_load_behind_blockless = AsyncLoadBehindBlockless::admitted;
+    PinnedVictim pinned_victim = PinnedVictim::preempted;
+    StoreTrackerRewind store_tracker_rewind = StoreTrackerRewind::off;
 };
 
 // What is known of a preset: whether it runs every property suite cleanly, or carries a

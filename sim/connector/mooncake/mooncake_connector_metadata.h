@@ -19,9 +19,12 @@ namespace kvsim {
 
 // PullReqMeta: D asks P to write into these local blocks. An empty outer vector is
 // upstream's `()`: a notify-only pull (P releases its blocks, nothing is written).
+// notify_scheduler (vllm-project/vllm#50565): false for a cleanup-only pull, whose answer the D
+// worker does not report in finished_recving; upstream at the modelled commit reports every pull.
 struct P2PPullMeta {
     std::string req_id;
     GroupBlockIds local_block_ids;
+    bool notify_scheduler = true;
 };
 
 // reqs_to_send entry: P's blocks for the request. Empty = the pre-registration queued by

@@ -47,9 +47,11 @@ std::vector<LogEvent> MooncakeConnectorMetadata::log_events() const {
 
 // MooncakeConnectorScheduler.__init__ @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: is_kv_producer / is_kv_consumer are
 // `kv_role == "kv_producer"` / `== "kv_consumer"`; kv_both sets neither (both paths active).
-MooncakeConnectorScheduler::MooncakeConnectorScheduler(const ConnectorSpec& spec, EventLog& log)
+MooncakeConnectorScheduler::MooncakeConnectorScheduler(const ConnectorSpec& spec, EventLog& log,
+                                                       const Variant& variant)
     : spec_(spec),
       log_(log),
+      variant_(variant),
       is_kv_producer_(spec.role == KvRole::kv_producer),
       is_kv_consumer_(spec.role == KvRole::kv_consumer) {}
 
@@ -76,7 +78,11 @@ void MooncakeConnectorScheduler::update_state_after_alloc(Request& request, cons
         // Unhashed blocks to pull when there are external tokens; otherwise `()`, a
         // notify-only pull so P frees its blocks (full local hit, or a MultiConnector
         // sibling won the load). get_sw_clipped_blocks is the identity without HMA.
-        reqs_need_recv_[request.id()] = num_external_tokens > 0 ? blocks.unhashed_block_ids : GroupBlockIds{};
+        // p2p_empty_pull=only_when_loading (NIXL's rule, vllm-project/vllm#56640): the notify-only pull is not
+        // reported, since the request does not await this connector's KV.
+        const bool loads = num_external_tokens > 0;
+        queue_pull(request.id(), loads ? blocks.unhashed_block_ids : GroupBlockIds{},
+                   loads || variant_.p2p_empty_pull == P2PEmptyPull::reported);
         // Only trigger 1 KV transfer per request.
         params.do_remote_prefill = false;
     } else if (params.do_remote_decode) {
@@ -86,12 +92,23 @@ void MooncakeConnectorScheduler::update_state_after_alloc(Request& request, cons
     }
 }
 
+void MooncakeConnectorScheduler::queue_pull(const std::string& req_id, GroupBlockIds blocks, bool notify_scheduler) {
+    reqs_need_recv_[req_id] = std::move(blocks);
+    if (notify_scheduler)
+        silent_pulls_.erase(req_id);
+    else
+        silent_pulls_.insert(req_id);
+}
+
 // MooncakeConnectorScheduler.build_connector_meta @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
 std::shared_ptr<const ConnectorMetadata> MooncakeConnectorScheduler::build_connector_meta(const SchedulerOutput&) {
     auto meta = std::make_shared<MooncakeConnectorMetadata>();
     if (!is_kv_producer_) {
-        for (const auto& [id, blocks] : reqs_need_recv_) meta->reqs_to_recv.push_back({.req_id = id, .local_block_ids = blocks});
+        for (const auto& [id, blocks] : reqs_need_recv_)
+            meta->reqs_to_recv.push_back(
+                {.req_id = id, .local_block_ids = blocks, .notify_scheduler = !silent_pulls_.contains(id)});
         reqs_need_recv_.clear();
+        silent_pulls_.clear();
     }
     if (!is_kv_consumer_) {
         for (const auto& [id, blocks] : reqs_need_send_) meta->reqs_to_send.push_back({.req_id = id, .block_ids = blocks});
@@ -116,7 +133,11 @@ FinishResult MooncakeConnectorScheduler::request_finished(Request& request, cons
         // Aborted before update_state_after_alloc ever ran: queue an empty pull so the
         // prefill instance frees its blocks.
         if (is_kv_producer_) fail_not_producer("request_finished");
-        reqs_need_recv_[request.id()] = GroupBlockIds{};
+        // vllm-project/vllm#50565 (p2p_abort_pull=silent) and NIXL's rule (p2p_empty_pull=only_when_loading):
+        // nobody awaits this pull, so its answer is not reported.
+        const bool report = variant_.p2p_abort_pull == P2PAbortPull::reported &&
+                            variant_.p2p_empty_pull == P2PEmptyPull::reported;
+        queue_pull(request.id(), GroupBlockIds{}, report);
         params.do_remote_prefill = false;
         log_.event(EventCategory::p2p, "{request} finished before alloc: notify-only pull queued")
             .text("action", "finished_before_alloc")

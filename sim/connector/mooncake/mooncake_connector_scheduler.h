@@ -18,6 +18,7 @@
 #include "sim/connector/base.h"
 #include "sim/connector/mooncake/mooncake_connector_metadata.h"
 #include "sim/trace/trace.h"
+#include "sim/variant/variant.h"
 
 namespace kvsim {
 
@@ -26,7 +27,8 @@ class EventLog;
 class MooncakeConnectorScheduler : public KVConnectorScheduler {
 public:
     // MooncakeConnectorScheduler.__init__ @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: role flags by strict equality.
-    MooncakeConnectorScheduler(const ConnectorSpec& spec, EventLog& log);
+    // The variant selects the fix patches of the notify-only pulls (p2p_abort_pull, p2p_empty_pull).
+    MooncakeConnectorScheduler(const ConnectorSpec& spec, EventLog& log, const Variant& variant = Variant{});
 
     std::string_view name() const override { return "p2p"; }
 
@@ -46,13 +48,18 @@ public:
     const std::set<std::string>& reqs_not_processed() const { return reqs_not_processed_; }
 
 private:
+    // Queue a pull; `notify_scheduler` false = a cleanup pull the D worker must not report (#50565).
+    void queue_pull(const std::string& req_id, GroupBlockIds blocks, bool notify_scheduler);
+
     ConnectorSpec spec_;
     EventLog& log_;
+    Variant variant_;
     bool is_kv_producer_;
     bool is_kv_consumer_;
     OrderedMap<GroupBlockIds> reqs_need_recv_;
     OrderedMap<GroupBlockIds> reqs_need_send_;
     std::set<std::string> reqs_not_processed_;
+    std::set<std::string> silent_pulls_;  // queued pulls with notify_scheduler=False
 };
 
 }  // namespace kvsim

@@ -49,7 +49,8 @@ void MooncakeConnectorWorker::start_load_kv(int step, const MooncakeConnectorMet
         pulls_.push_back({.req_id = pull.req_id,
                           .local_block_ids = pull.local_block_ids,
                           .done_step = step + delay,
-                          .failed = failed});
+                          .failed = failed,
+                          .notify_scheduler = pull.notify_scheduler});
         log(failed ? "pull {request} {blocks} answers at step {answer_step} (load_fail)"
                    : "pull {request} {blocks} answers at step {answer_step}",
             "pull", pull.req_id)
@@ -133,7 +134,7 @@ KVConnectorOutput MooncakeConnectorWorker::get_finished(int step, const std::set
                 if (env_.observer != nullptr)
                     env_.observer->load_written(pull.req_id, flatten_blocks(pull.local_block_ids), "p2p");
                 out.finished_recving.insert(pull.req_id);
-            } else if (options_.report_empty_pulls) {
+            } else if (options_.report_empty_pulls && pull.notify_scheduler) {
                 out.finished_recving.insert(pull.req_id);
                 log_pull_result(pull.req_id, true, true, true);
             } else {

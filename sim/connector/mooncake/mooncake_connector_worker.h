@@ -50,6 +50,7 @@ public:
         GroupBlockIds local_block_ids;
         int done_step = 0;    // get_finished(step >= done_step) reports it
         bool failed = false;  // a load_fail fault was taken at start
+        bool notify_scheduler = true;  // P2PPullMeta.notify_scheduler (#50565)
     };
     // reqs_need_send slot (SendBlockMeta), keyed by transfer id (= request id).
     struct SendSlot {

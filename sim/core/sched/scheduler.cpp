@@ -120,6 +120,7 @@ void Scheduler::schedule_running(StepState& st) {
             if (new_blocks) break;
             // FCFS victim: the last running request.
             const std::string victim_id = running_.back();
+            if (victim_frees_nothing_for_pins(victim_id)) break;  // stop the retry (new_blocks stays empty)
             running_.pop_back();
             Request& victim = request(victim_id);
             preempt_request(victim);
@@ -134,6 +135,22 @@ void Scheduler::schedule_running(StepState& st) {
         st.token_budget -= num_new;
         ++index;
     }
+}
+
+// The guard of vllm-project/vllm#49675 (stop the allocation retry when the policy-selected victim's free is
+// fenced), extended by pinned_victim=stops_retry to store-job pins: every block of the victim stays
+// referenced after its free, and store jobs pin some of them.
+bool Scheduler::victim_frees_nothing_for_pins(const std::string& victim_id) const {
+    if (variant_.pinned_victim != PinnedVictim::stops_retry || connector_ == nullptr) return false;
+    const std::vector<BlockId> pinned = connector_->pinned_blocks();
+    const BlockPool& pool = kv_cache_manager_.block_pool();
+    bool any_pinned = false;
+    for (BlockId b : kv_cache_manager_.get_block_ids(victim_id)) {
+        if (b == kNullBlockId) continue;
+        if (pool.block(b).ref_cnt <= 1) return false;  // the free would return this block
+        any_pinned = any_pinned || std::find(pinned.begin(), pinned.end(), b) != pinned.end();
+    }
+    return any_pinned;
 }
 
 // Scheduler._preempt_request @ 003df2961dd8830c317a61f9745ccd557da9fa06 (the connector is not told here)
@@ -170,10 +187,14 @@ void Scheduler::update_waiting_for_remote_kv(Request& req) {
     model_check(connector_ != nullptr, "remote KV wait without a connector");
     if (failed_recving_kv_req_ids_.erase(req.id()) > 0) {
         // The load failed: keep the valid prefix (already rewound), or start over.
-        if (req.num_computed_tokens > 0)
+        if (req.num_computed_tokens > 0) {
             kv_cache_manager_.cache_blocks(req, req.num_computed_tokens);
-        else
+        } else {
             kv_cache_manager_.free(req);
+            // failed_load_inflight=discarded (kvsim's fix): with no blocks left, the request must not
+            // reserve its own whole demand when it is admitted as an async load again.
+            if (variant_.failed_load_inflight == FailedLoadInflight::discarded) inflight_prefills_.erase(req.id());
+        }
     } else {
         kv_cache_manager_.cache_blocks(req, req.num_computed_tokens);
         if (req.num_computed_tokens == req.num_tokens()) req.num_computed_tokens = req.num_tokens() - 1;
@@ -301,7 +322,9 @@ void Scheduler::log_alloc(const std::string& req_id, const std::vector<BlockId>&
 // Scheduler.schedule, waiting phase @ 003df2961dd8830c317a61f9745ccd557da9fa06
 void Scheduler::schedule_waiting(StepState& st) {
     std::vector<std::string> step_skipped;  // encounter order; re-queued ahead of older skipped items
+    bool passed_blockless = false;          // the scan skipped a request holding no blocks (#57841)
     auto skip = [&](std::deque<std::string>& queue) {
+        passed_blockless = passed_blockless || !kv_cache_manager_.has_blocks(queue.front());
         step_skipped.push_back(queue.front());
         queue.pop_front();
     };
@@ -317,6 +340,12 @@ void Scheduler::schedule_waiting(StepState& st) {
         }
         const std::optional<WaitingMatch> match = match_waiting_prefix(req);
         if (!match) {
+            skip(queue);
+            continue;
+        }
+        // vllm-project/vllm#57841: no async load (which holds blocks) behind a skipped request holding none.
+        if (match->load_async && passed_blockless &&
+            variant_.async_load_behind_blockless == AsyncLoadBehindBlockless::deferred) {
             skip(queue);
             continue;
         }

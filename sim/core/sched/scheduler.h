@@ -84,6 +84,7 @@ private:
     void update_after_schedule(const SchedulerOutput& out);
 
     void preempt_request(Request& request);
+    bool victim_frees_nothing_for_pins(const std::string& victim_id) const;
     bool try_promote_blocked_waiting_request(Request& request);
     void update_waiting_for_remote_kv(Request& request);
     int inflight_prefill_reserved_blocks() const;

@@ -202,6 +202,12 @@ void MooncakeStoreScheduler::add_running_request(StoreMetadata& meta, const Sche
         throw UpstreamAssertion("store_tracker_missing", site("build_connector_meta"),
                                 fmt::format("KeyError: '{}'", req_id), req_id);
     RequestTracker& tracker = tracker_it->second;
+    // store_tracker_rewind=on (kvsim's fix): the core rewound num_computed_tokens below the tracker
+    // (a failed sync load is recomputed), so the tracker and its save watermark follow it.
+    if (variant_.store_tracker_rewind == StoreTrackerRewind::on && cached.num_computed_tokens[i] < tracker.token_len) {
+        tracker.token_len = cached.num_computed_tokens[i];
+        tracker.num_saved_tokens = std::min(tracker.num_saved_tokens, tracker.token_len);
+    }
     // The count before this step, so the step that completes the prompt is still prefill.
     const bool is_decode = cached.num_computed_tokens[i] >= tracker.prefill_end_tokens;
     if (is_decode && !spec_.save_decode_cache) return;

@@ -1,0 +1,57 @@
+#include "properties/checkers/store_save_computed_checker.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/connector/mooncake/store/data.h"
+#include "sim/connector/multi_connector.h"
+#include "sim/engine/engine.h"
+
+namespace kvsim {
+namespace {
+
+// The blocks of `meta` that hold tokens [from, meta.token_len_chunk).
+std::vector<BlockId> blocks_past(const ReqMeta& meta, int from, int block_size) {
+    if (meta.block_ids.empty()) return {};
+    const auto& blocks = meta.block_ids.front();
+    const auto first = static_cast<std::size_t>(from / block_size);
+    const auto end = std::min(blocks.size(), static_cast<std::size_t>((meta.token_len_chunk + block_size - 1) / block_size));
+    std::vector<BlockId> out;
+    for (std::size_t i = first; i < end; ++i) out.push_back(blocks[i]);
+    return out;
+}
+
+void check_store_saves(const Scheduler& scheduler, const StoreMetadata& meta, std::vector<Violation>& out) {
+    for (const ReqMeta& m : meta.requests) {
+        if (!m.can_save) continue;
+        const auto* slot = scheduler.requests().find(m.req_id);
+        if (slot == nullptr) continue;  // freed in this step: it finished, so every scheduled token was computed
+        const int computed = (*slot)->num_computed_tokens;
+        if (m.token_len_chunk <= computed) continue;
+        const std::string job = m.store_job_id ? fmt::format("store job {}", *m.store_job_id) : "store job";
+        out.push_back({.invariant = "save_beyond_computed_tokens",
+                       .request = m.req_id,
+                       .blocks = blocks_past(m, computed, scheduler.config().block_size),
+                       .detail = fmt::format("{} saves tokens [{}, {}) but only {} are computed at the end of the step",
+                                             job, m.token_ids_start, m.token_len_chunk, computed),
+                       .connector = "store",
+                       .job = m.store_job_id,
+                       .tokens = TokenRange{m.token_ids_start, m.token_len_chunk}});
+    }
+}
+
+void check_metadata(const Scheduler& scheduler, const ConnectorMetadata* meta, std::vector<Violation>& out) {
+    if (meta == nullptr) return;
+    if (const auto* store = dynamic_cast<const StoreMetadata*>(meta)) return check_store_saves(scheduler, *store, out);
+    if (const auto* multi = dynamic_cast<const MultiKVConnectorMetadata*>(meta))
+        for (const auto& child : multi->metadata) check_metadata(scheduler, child.get(), out);
+}
+
+}  // namespace
+
+void StoreSaveComputedChecker::check(const Engine& engine, std::vector<Violation>& out) const {
+    check_metadata(engine.scheduler(), engine.last_connector_metadata(), out);
+}
+
+}  // namespace kvsim

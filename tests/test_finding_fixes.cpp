@@ -1,0 +1,186 @@
+// The fix patch of each known finding (corpus/findings/): every finding trace expects its failure
+// on the release and a pass with its patch, and those expect lines hold; each patch's branch does
+// what its flag says; the store_save_computed_checker fires on finding 6 and nowhere else.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "properties/harness/matrix.h"
+#include "properties/harness/run_trace.h"
+#include "sim/common/event_log.h"
+#include "sim/trace/trace_parser.h"
+#include "sim/variant/variant.h"
+
+using namespace kvsim;
+
+namespace {
+
+const std::string kFindings = std::string(KVSIM_SOURCE_DIR) + "/corpus/findings/";
+
+Trace finding(const std::string& name) { return parse_trace_file(kFindings + name + ".trace"); }
+
+RunResult run(const std::string& name, const std::string& variant) {
+    return run_trace(finding(name), require_variant(variant));
+}
+
+std::vector<MatrixTrace> all_finding_traces() {
+    std::vector<std::string> paths;
+    for (const auto& entry : std::filesystem::directory_iterator(kFindings))
+        if (entry.path().extension() == ".trace") paths.push_back(entry.path().string());
+    std::sort(paths.begin(), paths.end());
+    std::vector<MatrixTrace> traces;
+    for (const auto& path : paths) traces.push_back({std::filesystem::path(path).stem().string(), parse_trace_file(path)});
+    return traces;
+}
+
+// The finding trace of each fix patch.
+const std::map<std::string, std::string>& trace_of_patch() {
+    static const std::map<std::string, std::string> table = {
+        {"pr50565", "p2p_abort_before_alloc_reports_notify_pull"},
+        {"p2p_pull_only_when_loading", "multiconnector_store_first_p2p_notify_pull"},
+        {"discard_inflight_on_failed_load", "failed_store_load_reserves_itself"},
+        {"pr57841", "finished_load_behind_unadmittable_head"},
+        {"pin_aware_preemption", "store_pins_make_preemption_free_nothing"},
+        {"store_tracker_rewind", "store_tracker_not_rewound_after_failed_load"},
+    };
+    return table;
+}
+
+bool any_event(const RunResult& r, EventCategory category, const std::string& request) {
+    return std::any_of(r.events.begin(), r.events.end(),
+                       [&](const LogEvent& e) { return e.category == category && e.request() == request; });
+}
+
+}  // namespace
+
+TEST_CASE("corpus/findings: every expect line holds", "[findings][patch]") {
+    const auto traces = all_finding_traces();
+    REQUIRE(traces.size() == trace_of_patch().size());
+    std::vector<Variant> variants;
+    for (const auto& name : variants_in_expectations(traces)) variants.push_back(require_variant(name));
+    const Matrix m = run_matrix(traces, variants);
+    INFO(render_matrix(m));
+    CHECK(m.unmet == 0);
+    CHECK(m.met >= 3 * static_cast<int>(traces.size()));
+}
+
+TEST_CASE("corpus/findings: each trace fails on v0.30.0 and passes with its own patch and with all_fixes",
+          "[findings][patch]") {
+    for (const auto& [patch, name] : trace_of_patch()) {
+        INFO(name << " +" << patch);
+        const Trace trace = finding(name);
+        auto expects = [&](const std::string& variant, bool pass) {
+            return std::any_of(trace.expectations.begin(), trace.expectations.end(), [&](const Expectation& e) {
+                return e.variant == variant && (e.verdict == Verdict::pass) == pass;
+            });
+        };
+        CHECK(expects("v0.30.0", false));
+        CHECK(expects("v0.30.0+" + patch, true));
+        CHECK(expects("v0.30.0+all_fixes", true));
+        CHECK(run(name, "v0.30.0").verdict != Verdict::pass);
+        CHECK(run(name, "v0.30.0+" + patch).verdict == Verdict::pass);
+    }
+}
+
+TEST_CASE("+pr50565: the aborted request's cleanup pull is answered but not reported", "[findings][patch]") {
+    const RunResult fixed = run("p2p_abort_before_alloc_reports_notify_pull", "v0.30.0+pr50565");
+    const auto pull_result = std::find_if(fixed.events.begin(), fixed.events.end(), [](const LogEvent& e) {
+        return e.category == EventCategory::p2p && e.text("action") == "pull_result";
+    });
+    REQUIRE(pull_result != fixed.events.end());
+    CHECK(pull_result->flag("notify_only"));
+    CHECK_FALSE(pull_result->flag("reported"));
+}
+
+TEST_CASE("+discard_inflight_on_failed_load: the re-lookup after a failed load parks and runs", "[findings][patch]") {
+    const RunResult broken = run("failed_store_load_reserves_itself", "v0.30.0");
+    const RunResult fixed = run("failed_store_load_reserves_itself", "v0.30.0+discard_inflight_on_failed_load");
+    const auto parks = [](const RunResult& r) {
+        return std::count_if(r.events.begin(), r.events.end(), [](const LogEvent& e) {
+            return e.category == EventCategory::park && e.request() == "r1";
+        });
+    };
+    CHECK(parks(broken) == 1);  // parked once; the second async load never fits its own reservation
+    CHECK(parks(fixed) == 2);   // parked again after the failure, loaded, run
+    CHECK(any_event(fixed, EventCategory::finish, "r1"));
+}
+
+TEST_CASE("+pr57841: the async load behind a pending lookup waits holding nothing", "[findings][patch]") {
+    const RunResult fixed = run("finished_load_behind_unadmittable_head", "v0.30.0+pr57841");
+    // r2's first park comes after r1 (the pending head) was admitted.
+    std::size_t r1_admitted = fixed.events.size(), r2_parked = fixed.events.size();
+    for (std::size_t i = 0; i < fixed.events.size(); ++i) {
+        const LogEvent& e = fixed.events[i];
+        if ((e.category == EventCategory::park || e.category == EventCategory::alloc) && e.request() == "r1")
+            r1_admitted = std::min(r1_admitted, i);
+        if (e.category == EventCategory::park && e.request() == "r2") r2_parked = std::min(r2_parked, i);
+    }
+    REQUIRE(r1_admitted < fixed.events.size());
+    CHECK(r1_admitted < r2_parked);
+    CHECK(any_event(fixed, EventCategory::finish, "r2"));
+}
+
+TEST_CASE("+pin_aware_preemption: no preemption frees nothing", "[findings][patch]") {
+    const auto preemptions = [](const RunResult& r) {
+        return std::count_if(r.events.begin(), r.events.end(),
+                             [](const LogEvent& e) { return e.category == EventCategory::preempt; });
+    };
+    const RunResult broken = run("store_pins_make_preemption_free_nothing", "v0.30.0");
+    const RunResult fixed = run("store_pins_make_preemption_free_nothing", "v0.30.0+pin_aware_preemption");
+    CHECK(preemptions(fixed) < preemptions(broken));
+    CHECK(fixed.verdict == Verdict::pass);
+}
+
+// Finding 6 with r1 alone: the recompute's first chunk (48 tokens) ends inside the prompt, while the
+// tracker saves through the load's whole length (56 tokens): blocks exist for all of them, so only
+// the new checker sees that tokens [48, 56) go to the store under valid hashes with no KV computed.
+constexpr const char* kStaleSaveTrace =
+    "kvsim-trace 1\n"
+    "engine block_size=8 num_blocks=18 max_batched_tokens=48 max_running=16 max_model_len=2048 prefix_caching=off\n"
+    "run seed=0 max_steps=400\n"
+    "connector store role=kv_both load_async=off\n"
+    "workers ranks=1 store_delay_min=1 store_delay_max=1 load_delay_min=1 load_delay_max=1 pull_delay=1\n"
+    "segment s0 len=19\n"
+    "store prefix=s0\n"
+    "@0 arrive r1 prompt=s0+s0+s0 max_tokens=1\n"
+    "@0 fault load_fail request=r1\n";
+
+TEST_CASE("store_save_computed_checker: a save past the computed tokens after a failed sync load",
+          "[findings][patch][checker]") {
+    const Trace t = parse_trace(kStaleSaveTrace, "stale_save.trace");
+    const RunResult broken = run_trace(t, require_variant("v0.30.0"));
+    REQUIRE(broken.verdict == Verdict::violation);
+    CHECK(broken.signature == "violation:save_beyond_computed_tokens");
+    REQUIRE(broken.findings.size() == 1);
+    const Finding& f = broken.findings.front();
+    CHECK(f.request == "r1");
+    CHECK(f.connector == "store");
+    CHECK(f.step == 1);
+    CHECK(f.blocks == std::vector<BlockId>{7});  // tokens [48, 56)
+    REQUIRE(f.tokens);
+    CHECK(f.tokens->end == 56);
+    const RunResult fixed = run_trace(t, require_variant("v0.30.0+store_tracker_rewind"));
+    CHECK(fixed.verdict == Verdict::pass);
+
+    // The corpus trace: the checker fires in the same step, after the missing-block finding.
+    const RunResult corpus = run("store_tracker_not_rewound_after_failed_load", "v0.30.0");
+    CHECK(corpus.signature == "violation:save_tokens_without_blocks");
+    CHECK(std::any_of(corpus.findings.begin(), corpus.findings.end(),
+                      [](const Finding& x) { return x.signature() == "violation:save_beyond_computed_tokens"; }));
+    CHECK(run("store_tracker_not_rewound_after_failed_load", "v0.30.0+store_tracker_rewind").findings.empty());
+}
+
+TEST_CASE("store_save_computed_checker stays quiet on saves of computed tokens", "[findings][checker]") {
+    // The same store, the same prompts, no failed load: every save covers computed tokens only.
+    Trace t = finding("store_tracker_not_rewound_after_failed_load");
+    std::erase_if(t.events, [](const Event& e) { return std::holds_alternative<FaultEvent>(e.body); });
+    const RunResult r = run_trace(t, require_variant("v0.30.0"));
+    CHECK(r.verdict == Verdict::pass);
+    CHECK(std::any_of(r.events.begin(), r.events.end(), [](const LogEvent& e) {
+        return e.category == EventCategory::meta && e.text("action") == "save";
+    }));
+}
