@@ -50,6 +50,12 @@ const std::map<std::string, std::string>& trace_of_patch() {
     return table;
 }
 
+// Finding traces that have no fix patch yet: they expect their failure on every variant they name.
+const std::vector<std::string>& unfixed_findings() {
+    static const std::vector<std::string> names = {"failed_sync_load_shared_prefix_saved"};
+    return names;
+}
+
 bool any_event(const RunResult& r, EventCategory category, const std::string& request) {
     return std::any_of(r.events.begin(), r.events.end(),
                        [&](const LogEvent& e) { return e.category == category && e.request() == request; });
@@ -59,7 +65,7 @@ bool any_event(const RunResult& r, EventCategory category, const std::string& re
 
 TEST_CASE("corpus/findings: every expect line holds", "[findings][patch]") {
     const auto traces = all_finding_traces();
-    REQUIRE(traces.size() == trace_of_patch().size());
+    REQUIRE(traces.size() == trace_of_patch().size() + unfixed_findings().size());
     std::vector<Variant> variants;
     for (const auto& name : variants_in_expectations(traces)) variants.push_back(require_variant(name));
     const Matrix m = run_matrix(traces, variants);
