@@ -68,8 +68,8 @@ std::string ExploreSeed::failure_kind() const {
 ExploreSeed explore_seed(std::uint64_t seed, const ExploreConfig& config) {
     const SwarmOptions swarm{.role = config.role, .variant = config.variant.name};
     ExploreSeed out{.seed = seed, .swarm_case = swarm_case_for_seed(seed, swarm), .result = {}, .repro = {}, .header = {}};
-    out.repro = fmt::format("kvsim explore --seed {} --seeds 1 --variant {} --role {}", seed, config.variant.name,
-                            to_string(config.role));
+    out.repro = fmt::format("kvsim explore --seed {} --seeds 1 --variant {} --role {}{}", seed, config.variant.name,
+                            to_string(config.role), config.any_failure ? " --any-failure" : "");
     out.header = fmt::format("# {}\n# knobs: {}\n", out.repro, describe(out.swarm_case.config));
     try {
         validate_trace(out.swarm_case.trace, fmt::format("seed-{}", seed));
