@@ -88,7 +88,8 @@ Counts sum_stats(const fs::path& dir, const std::string& prefix) {
         if (j.is_discarded() || !j.is_object()) continue;
         ++c.processes;
         c.executions += j.value("executions", 0.0);
-        for (const auto& [id, n] : j.value("known", Json::object()).items()) c.known[id] += n.get<double>();
+        const Json known = j.value("known", Json::object());
+        for (const auto& [id, n] : known.items()) c.known[id] += n.get<double>();
     }
     return c;
 }

@@ -128,6 +128,8 @@ void write_finding(const fs::path& tmp, const std::string& text, const std::stri
 }
 
 void record_duplicate(const TriagedArtifact& t, const std::string& text) {
+    const fs::path original = t.dir / ("original-" + fs::path(t.artifact).filename().string());
+    if (fs::exists(original) && read_file(original) == text) return;  // the finding's own artifact
     const std::string line = fmt::format("{:016x} {}", fnv1a(text), fs::absolute(t.artifact).string());
     const fs::path list = t.dir / "duplicates.txt";
     std::string known;
