@@ -16,5 +16,7 @@ Command add_matrix_command(CLI::App& app);
 Command add_coverage_command(CLI::App& app);
 Command add_minimize_command(CLI::App& app);
 Command add_explore_command(CLI::App& app);
+Command add_triage_command(CLI::App& app);
+Command add_report_command(CLI::App& app);
 
 }  // namespace kvsim::cli

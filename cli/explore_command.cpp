@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/registry_option.h"
 #include "fuzz/swarm/explore.h"
 #include "properties/harness/exit_codes.h"
 #include "sim/variant/variant.h"
@@ -23,12 +24,14 @@ struct ExploreOptions {
     std::string out_dir;
     std::uint64_t progress = 100;
     bool print_trace = false;
+    bool any_failure = false;
+    std::string registry;  // empty: the built-in registry
 };
 
 namespace {
 
 // The search the options ask for, or nullopt after printing why they do not make one.
-std::optional<ExploreConfig> explore_config(const ExploreOptions& options) {
+std::optional<ExploreConfig> explore_config(const ExploreOptions& options, const Registry* registry) {
     std::string error;
     const auto variant = resolve_variant(options.variant, &error);
     if (!variant) {
@@ -59,13 +62,18 @@ std::optional<ExploreConfig> explore_config(const ExploreOptions& options) {
                          .role = *role,
                          .out_dir = options.out_dir,
                          .progress = options.progress,
-                         .print_trace = options.print_trace};
+                         .print_trace = options.print_trace,
+                         .registry = registry,
+                         .any_failure = options.any_failure};
 }
 
 }  // namespace
 
 int run_explore(const ExploreOptions& options) {
-    const auto config = explore_config(options);
+    int failure = 0;
+    const Registry* registry = registry_from_option(options.registry, &failure);
+    if (registry == nullptr) return failure;
+    const auto config = explore_config(options, registry);
     if (!config) return exit_code::kUsage;
     const ExploreSummary summary = explore(*config, std::cout, std::cerr);
     if (!summary.unwritable.empty()) {
@@ -74,7 +82,8 @@ int run_explore(const ExploreOptions& options) {
     }
     std::cout << render_explore_summary(summary, *config);
     if (summary.internal_error) return exit_code::kInternalError;
-    return summary.failed == 0 ? exit_code::kPass : 1;
+    const bool failed = summary.failed > 0 || (options.any_failure && summary.known > 0);
+    return failed ? 1 : exit_code::kPass;
 }
 
 Command add_explore_command(CLI::App& app) {
@@ -91,6 +100,10 @@ Command add_explore_command(CLI::App& app) {
                     "Write each failing trace to DIR/<signature>/seed-S.trace (':' becomes '_')");
     cmd->add_option("--progress", opts->progress, "Progress line on stderr every K seeds (0: none; default 100)");
     cmd->add_flag("--print-trace", opts->print_trace, "Print every generated trace before its result");
+    cmd->add_flag("--any-failure", opts->any_failure,
+                  "Print known findings too and exit 1 on any failure (default: only a NEW finding fails)");
+    cmd->add_option("--registry", opts->registry,
+                    "Registry of known findings (default: the built-in properties/findings/known_findings.txt)");
     return [opts] { return run_explore(*opts); };
 }
 

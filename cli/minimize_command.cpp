@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/registry_option.h"
 #include "cli/trace_and_variant.h"
 #include "fuzz/minimize/minimize_finding.h"
 #include "properties/harness/exit_codes.h"
@@ -17,6 +18,7 @@ struct MinimizeOptions {
     std::string signature;  // empty: the one the trace gives now
     std::string out_path;   // empty: stdout
     int max_runs = FindingToMinimize{}.max_runs;
+    std::string registry;  // empty: the built-in registry
 };
 
 namespace {
@@ -47,13 +49,16 @@ int report_not_minimized(const MinimizedFinding& minimized, const MinimizeOption
 
 int run_minimize(const MinimizeOptions& options) {
     int failure = 0;
+    const Registry* registry = registry_from_option(options.registry, &failure);
+    if (registry == nullptr) return failure;
     auto loaded = load_trace_and_variant(options.trace_path, options.variant, &failure);
     if (!loaded) return failure;
     const FindingToMinimize finding{.trace = std::move(loaded->trace),
                                     .source = options.trace_path,
                                     .variant = loaded->variant,
                                     .signature = options.signature,
-                                    .max_runs = options.max_runs};
+                                    .max_runs = options.max_runs,
+                                    .registry = registry};
     const MinimizedFinding minimized = minimize_finding(finding);
     if (minimized.outcome != MinimizeOutcome::kept) return report_not_minimized(minimized, options, loaded->variant_name);
 
@@ -75,11 +80,14 @@ int run_minimize(const MinimizeOptions& options) {
 Command add_minimize_command(CLI::App& app) {
     auto opts = std::make_shared<MinimizeOptions>();
     CLI::App* cmd = app.add_subcommand(
-        "minimize", "Shrink a failing trace, keeping its exact signature; print the minimal trace with its expect line");
+        "minimize", "Shrink a failing trace, keeping its exact signature and its registry classification; print the "
+                    "minimal trace with its expect line");
     cmd->add_option("trace", opts->trace_path, "Failing trace (a fuzzer crash artifact is one)")->required();
     cmd->add_option("--variant", opts->variant, "Upstream variant (default: the trace's run line)");
     cmd->add_option("--signature", opts->signature, "Signature to keep (default: the one the trace gives now)");
     cmd->add_option("-o,--output", opts->out_path, "Write the minimal trace to FILE instead of stdout");
+    cmd->add_option("--registry", opts->registry,
+                    "Registry of known findings; the minimal trace keeps the input's classification (default: built in)");
     cmd->add_option("--max-runs", opts->max_runs, "Bound on replays while shrinking")->check(CLI::Range(1, 10'000'000));
     return [opts] { return run_minimize(*opts); };
 }

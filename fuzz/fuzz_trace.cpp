@@ -1,11 +1,18 @@
 // kvsim_fuzz_trace: the trace fuzzer (fuzz/README.md).
 //
 // Input: trace text. It runs under the campaign's variant with every checker on (and the
-// determinism replay, unless KVSIM_FUZZ_DETERMINISM=0); any verdict other than pass, or a kvsim
-// internal error, prints
+// determinism replay, unless KVSIM_FUZZ_DETERMINISM=0). A failing run is classified against the
+// registry of known findings (properties/findings/known_findings.txt): a KNOWN finding is counted
+// and the fuzzing goes on; a NEW one (or a kvsim internal error) prints
 //   kvsim-finding: verdict=<v> signature=<sig> variant=<V>
 //   kvsim-message: <the run's one-line message>
 // to stderr and aborts, so libFuzzer saves the input (trace text) as the crash artifact.
+// -kvsim_abort_on_any=1 (or KVSIM_FUZZ_ABORT_ON_ANY=1) aborts on known findings too (the canary),
+// with a third line `kvsim-known: <id>`.
+// Counts (executions, passes, ignored inputs, known findings by id) are printed at exit as one line
+//   kvsim-fuzz-stats: {"variant":...,"executions":N,"passed":N,"ignored":N,"known":{"id":N,...}}
+// and, with KVSIM_FUZZ_STATS=PREFIX, also kept in PREFIX.<pid>.json (rewritten every 500
+// executions and at exit, so that a process stopped by a signal leaves its counts too).
 // Input that does not parse, or whose work is beyond the budget (fuzz/mutator/trace_mutator.h), is
 // ignored. The structure-aware mutator and crossover (fuzz/mutator) produce only valid traces.
 //
@@ -20,7 +27,14 @@
 #include <string>
 #include <string_view>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
 #include "fuzz/mutator/trace_mutator.h"
+#include "properties/findings/classify.h"
 #include "properties/harness/run_trace.h"
 #include "sim/trace/input_error.h"
 #include "sim/trace/trace_parser.h"
@@ -31,39 +45,55 @@ extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, st
 namespace {
 
 constexpr std::string_view kVariantFlag = "-kvsim_variant=";
+constexpr std::string_view kAbortOnAnyFlag = "-kvsim_abort_on_any=";
+constexpr std::uint64_t kStatsEvery = 500;
 
 struct Campaign {
     std::string variant_name;
     kvsim::Variant variant;
     bool check_determinism = true;
+    bool abort_on_any = false;
+    std::string stats_path;  // empty: counts only printed at exit
+    std::uint64_t executions = 0, passed = 0, ignored = 0;
+    std::map<std::string, std::uint64_t> known;  // registry id -> runs
 };
 
 Campaign* g_campaign = nullptr;
 
-// Signature of a kvsim internal error: the message's words, without numbers or ids.
-std::string internal_signature(const std::string& message) {
-    std::string text = message;
-    if (const auto at = text.find("internal error: "); at != std::string::npos) text = text.substr(at + 16);
-    std::string out = "internal-error:";
-    bool underscore = false;
-    for (const char c : text) {
-        if (out.size() >= 72) break;
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') {
-            out.push_back(c);
-            underscore = false;
-        } else if (c == ' ' && !underscore) {
-            out.push_back('_');
-            underscore = true;
-        }
-    }
-    while (!out.empty() && out.back() == '_') out.pop_back();
-    return out;
+std::string stats_json() {
+    nlohmann::json known = nlohmann::json::object();
+    for (const auto& [id, n] : g_campaign->known) known[id] = n;
+    return nlohmann::json{{"variant", g_campaign->variant_name}, {"pid", ::getpid()},
+                          {"executions", g_campaign->executions}, {"passed", g_campaign->passed},
+                          {"ignored", g_campaign->ignored}, {"known", known}}
+        .dump();
 }
 
-[[noreturn]] void report(std::string_view verdict, const std::string& signature, const std::string& message) {
+void write_stats_file() {
+    if (g_campaign->stats_path.empty() || g_campaign->executions == 0) return;
+    const std::string tmp = g_campaign->stats_path + ".tmp";
+    if (std::FILE* f = std::fopen(tmp.c_str(), "w")) {
+        std::fprintf(f, "%s\n", stats_json().c_str());
+        std::fclose(f);
+        std::rename(tmp.c_str(), g_campaign->stats_path.c_str());
+    }
+}
+
+void print_stats_at_exit() {
+    if (g_campaign == nullptr || g_campaign->executions == 0) return;
+    write_stats_file();
+    std::fprintf(stderr, "kvsim-fuzz-stats: %s\n", stats_json().c_str());
+}
+
+bool flag_on(const char* value) { return value != nullptr && std::strcmp(value, "1") == 0; }
+
+[[noreturn]] void report(std::string_view verdict, const std::string& signature, const std::string& message,
+                         const kvsim::KnownEntry* known = nullptr) {
     std::fprintf(stderr, "kvsim-finding: verdict=%.*s signature=%s variant=%s\n", static_cast<int>(verdict.size()),
                  verdict.data(), signature.c_str(), g_campaign->variant_name.c_str());
     std::fprintf(stderr, "kvsim-message: %s\n", message.c_str());
+    if (known != nullptr) std::fprintf(stderr, "kvsim-known: %s\n", known->id.c_str());
+    print_stats_at_exit();
     std::fflush(stderr);
     std::abort();
 }
@@ -73,12 +103,18 @@ std::string internal_signature(const std::string& message) {
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     std::string name;
     if (const char* env = std::getenv("KVSIM_FUZZ_VARIANT"); env != nullptr && *env != '\0') name = env;
-    // -kvsim_variant=V: taken out of argv so that libFuzzer does not warn about an unknown flag.
+    bool abort_on_any = flag_on(std::getenv("KVSIM_FUZZ_ABORT_ON_ANY"));
+    // -kvsim_variant=V, -kvsim_abort_on_any=1: taken out of argv so that libFuzzer does not warn
+    // about an unknown flag.
     int kept = 0;
     for (int i = 0; i < *argc; ++i) {
         const char* arg = (*argv)[i];
         if (i > 0 && std::strncmp(arg, kVariantFlag.data(), kVariantFlag.size()) == 0) {
             name = arg + kVariantFlag.size();
+            continue;
+        }
+        if (i > 0 && std::strncmp(arg, kAbortOnAnyFlag.data(), kAbortOnAnyFlag.size()) == 0) {
+            abort_on_any = flag_on(arg + kAbortOnAnyFlag.size());
             continue;
         }
         (*argv)[kept++] = (*argv)[i];
@@ -94,31 +130,52 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     }
     // fork/jobs mode re-runs this binary with libFuzzer's view of argv: keep the variant in the environment
     setenv("KVSIM_FUZZ_VARIANT", name.c_str(), 1);
+    setenv("KVSIM_FUZZ_ABORT_ON_ANY", abort_on_any ? "1" : "0", 1);
     const char* determinism = std::getenv("KVSIM_FUZZ_DETERMINISM");
     g_campaign = new Campaign{.variant_name = name,
                               .variant = *variant,
-                              .check_determinism = !(determinism != nullptr && std::strcmp(determinism, "0") == 0)};
-    std::fprintf(stderr, "kvsim_fuzz_trace: variant=%s determinism=%s\n", name.c_str(),
-                 g_campaign->check_determinism ? "on" : "off");
+                              .check_determinism = !(determinism != nullptr && std::strcmp(determinism, "0") == 0),
+                              .abort_on_any = abort_on_any};
+    if (const char* stats = std::getenv("KVSIM_FUZZ_STATS"); stats != nullptr && *stats != '\0')
+        g_campaign->stats_path = std::string(stats) + "." + std::to_string(::getpid()) + ".json";
+    std::atexit(&print_stats_at_exit);
+    std::fprintf(stderr, "kvsim_fuzz_trace: variant=%s determinism=%s known_findings=%s (%zu in the registry)\n",
+                 name.c_str(), g_campaign->check_determinism ? "on" : "off",
+                 abort_on_any ? "abort" : "count", kvsim::builtin_registry().entries.size());
     return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    if (size > kvsim::fuzz::budget::kMaxInputBytes) return 0;
+    ++g_campaign->executions;
+    if (g_campaign->executions % kStatsEvery == 0) write_stats_file();
+    if (size > kvsim::fuzz::budget::kMaxInputBytes) {
+        ++g_campaign->ignored;
+        return 0;
+    }
     const std::string_view text(reinterpret_cast<const char*>(data), size);
     kvsim::Trace trace;
     try {
         trace = kvsim::parse_trace(text, "<input>");
     } catch (const kvsim::InputError&) {
+        ++g_campaign->ignored;
         return 0;  // the mutator repairs such inputs; as an input it is simply not a trace
     }
-    if (!kvsim::fuzz::within_budget(trace)) return 0;
+    if (!kvsim::fuzz::within_budget(trace)) {
+        ++g_campaign->ignored;
+        return 0;
+    }
     trace.run.variant = g_campaign->variant_name;
     const kvsim::RunResult result =
         kvsim::run_trace(trace, g_campaign->variant, kvsim::RunOptions{.check_determinism = g_campaign->check_determinism});
-    if (result.internal_error) report("internal-error", internal_signature(result.message), result.message);
-    if (result.verdict != kvsim::Verdict::pass)
-        report(kvsim::to_string(result.verdict), result.signature, result.message);
+    if (result.internal_error) report("internal-error", kvsim::internal_error_signature(result.message), result.message);
+    if (result.verdict == kvsim::Verdict::pass) {
+        ++g_campaign->passed;
+        return 0;
+    }
+    const kvsim::KnownEntry* known = kvsim::classify(kvsim::builtin_registry(), trace, g_campaign->variant, result);
+    if (known == nullptr || g_campaign->abort_on_any)
+        report(kvsim::to_string(result.verdict), result.signature, result.message, known);
+    ++g_campaign->known[known->id];
     return 0;
 }
 

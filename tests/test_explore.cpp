@@ -41,9 +41,9 @@ std::string repro_args(const std::string& line) {
 }  // namespace
 
 TEST_CASE("explore finds the seed 000 crash under v0.29.0 and its repro command reproduces it", "[explore]") {
-    const auto r = run_kvsim("explore --seeds 40 --seed 1 --variant v0.29.0 --progress 0");
+    const auto r = run_kvsim("explore --seeds 40 --seed 1 --variant v0.29.0 --progress 0 --any-failure");
     REQUIRE(r.exit_code == 1);
-    REQUIRE_THAT(r.out, Catch::Contains("\n  crash:missing_current_block_table "));
+    REQUIRE_THAT(r.out, Catch::Contains("\n    seed000_pending_load_save "));
     int crashes = 0;
     int fixed_by_backport = 0;  // seed 000's mechanism: the #54643 backport (+003) removes it
     for (const auto& line : lines_of(r.out)) {
@@ -55,12 +55,12 @@ TEST_CASE("explore finds the seed 000 crash under v0.29.0 and its repro command 
                                Catch::Contains("AssertionError: Missing current block table for store request"));
         const std::string args = repro_args(line);
         REQUIRE_THAT(args, Catch::StartsWith("explore --seed ") &&
-                               Catch::EndsWith(" --seeds 1 --variant v0.29.0 --role any"));
+                               Catch::EndsWith(" --seeds 1 --variant v0.29.0 --role any --any-failure"));
         const auto again = run_kvsim(args + " --progress 0");
         REQUIRE(again.exit_code == 1);
         REQUIRE(lines_of(again.out).front() == line);  // the same seed line, byte for byte
         const std::string seed_args = args.substr(0, args.find(" --variant "));
-        const auto backport = run_kvsim(seed_args + " --variant v0.29.0+003 --progress 0");
+        const auto backport = run_kvsim(seed_args + " --variant v0.29.0+003 --progress 0 --any-failure");
         if (first_line_with(backport.out, "crash:missing_current_block_table").empty()) ++fixed_by_backport;
     }
     REQUIRE(crashes > 0);
@@ -69,16 +69,16 @@ TEST_CASE("explore finds the seed 000 crash under v0.29.0 and its repro command 
 
 TEST_CASE("explore with --role kv_consumer and kv_both finds the seed 000 crash too", "[explore]") {
     for (const std::string role : {"kv_consumer", "kv_both"}) {
-        const auto r = run_kvsim("explore --seeds 40 --variant v0.29.0 --progress 0 --role " + role);
+        const auto r = run_kvsim("explore --seeds 40 --variant v0.29.0 --progress 0 --any-failure --role " + role);
         INFO(role << "\n" << r.out);
         REQUIRE(r.exit_code == 1);
         const std::string line = first_line_with(r.out, "crash:missing_current_block_table");
         REQUIRE_FALSE(line.empty());
-        REQUIRE_THAT(line, Catch::EndsWith("--role " + role));
+        REQUIRE_THAT(line, Catch::EndsWith("--role " + role + " --any-failure"));
         // The fixed release does not crash on that seed.
         const std::string args = repro_args(line);
         const auto fixed = run_kvsim(args.substr(0, args.find(" --variant ")) + " --variant v0.30.0 --role " + role +
-                                     " --progress 0");
+                                     " --progress 0 --any-failure");
         REQUIRE(first_line_with(fixed.out, "crash:missing_current_block_table").empty());
     }
 }
@@ -86,14 +86,15 @@ TEST_CASE("explore with --role kv_consumer and kv_both finds the seed 000 crash 
 TEST_CASE("explore --out writes the failing trace - kvsim run replays it with the same signature", "[explore]") {
     const auto dir = scratch_dir() / "explore-out";
     std::filesystem::remove_all(dir);
-    const auto r = run_kvsim("explore --seed 9 --seeds 1 --variant v0.29.0 --role kv_consumer --progress 0 --out " +
-                             dir.string());
+    const auto r = run_kvsim("explore --seed 9 --seeds 1 --variant v0.29.0 --role kv_consumer --progress 0 "
+                             "--any-failure --out " + dir.string());
     REQUIRE(r.exit_code == 1);
-    const auto path = dir / "crash_missing_current_block_table" / "seed-9.trace";
+    const auto path = dir / "crash_missing_current_block_table~seed000_pending_load_save" / "seed-9.trace";
     REQUIRE(std::filesystem::exists(path));
     REQUIRE_THAT(r.out, Catch::Contains("| trace: kvsim run " + path.string() + " --variant v0.29.0"));
     const std::string text = slurp(path);
-    const std::string header = "# kvsim explore --seed 9 --seeds 1 --variant v0.29.0 --role kv_consumer\n# knobs: ";
+    const std::string header =
+        "# kvsim explore --seed 9 --seeds 1 --variant v0.29.0 --role kv_consumer --any-failure\n# knobs: ";
     REQUIRE_THAT(text, Catch::StartsWith(header));
     REQUIRE_THAT(text, Catch::Contains("\nrun seed=9 "));
 
@@ -104,33 +105,52 @@ TEST_CASE("explore --out writes the failing trace - kvsim run replays it with th
 }
 
 TEST_CASE("explore prints progress on stderr - a sorted summary - the same bytes twice", "[explore]") {
-    const std::string cmd = "explore --seeds 30 --variant v0.29.0 --progress 10";
+    const std::string cmd = "explore --seeds 30 --variant v0.29.0 --progress 10 --any-failure";
     const auto a = run_kvsim(cmd);
     const auto b = run_kvsim(cmd);
     REQUIRE(a.out == b.out);
     REQUIRE(a.err == b.err);
     REQUIRE(a.exit_code == b.exit_code);
     REQUIRE_THAT(a.err, Catch::Contains("explore: 10/30 seeds, ") && Catch::Contains("explore: 20/30 seeds, ") &&
-                            Catch::Contains(" signatures"));
+                            Catch::Contains(" known"));
     REQUIRE_THAT(a.out, Catch::Contains("explore: variant=v0.29.0 role=any seeds=1..30 (30): "));
-    // Summary rows: two-space indent, sorted by signature.
+    // Summary rows: four-space indent under their heading, sorted by registry entry.
     std::vector<std::string> rows;
     bool in_summary = false;
     for (const auto& line : lines_of(a.out)) {
         if (line.rfind("explore: ", 0) == 0) in_summary = true;
-        else if (in_summary) rows.push_back(line.substr(2, line.find(' ', 2) - 2));
+        else if (in_summary && line.rfind("    ", 0) == 0) rows.push_back(line.substr(4, line.find(' ', 4) - 4));
     }
     REQUIRE_FALSE(rows.empty());
     REQUIRE(std::is_sorted(rows.begin(), rows.end()));
 }
 
-TEST_CASE("explore exit codes: 0 all pass - 1 findings - 64 usage", "[explore]") {
+TEST_CASE("explore exit codes: 0 all pass or only known - 1 a new finding (or any with --any-failure) - 64 usage",
+          "[explore]") {
     const auto pass = run_kvsim("explore --seeds 3 --variant v0.30.0 --progress 0");
     REQUIRE(pass.exit_code == 0);
-    REQUIRE_THAT(pass.out, Catch::Contains(": 3 passed, 0 failed, 0 signatures"));
+    REQUIRE_THAT(pass.out, Catch::Contains(": 3 passed, 0 new (0 signatures), 0 known (0 causes)"));
     REQUIRE(lines_of(pass.out).size() == 1);
 
-    REQUIRE(run_kvsim("explore --seed 9 --seeds 1 --variant v0.29.0").exit_code == 1);
+    // seed 9 under v0.29.0 is seed 000's crash: known, so it prints no seed line and exits 0
+    const auto known = run_kvsim("explore --seed 9 --seeds 1 --variant v0.29.0 --role kv_consumer --progress 0");
+    REQUIRE(known.exit_code == 0);
+    REQUIRE_THAT(known.out, Catch::StartsWith("explore: ") && Catch::Contains(" 0 new (0 signatures), 1 known (1 causes)") &&
+                                Catch::Contains("known (by registry entry):\n    seed000_pending_load_save "));
+    REQUIRE(run_kvsim("explore --seed 9 --seeds 1 --variant v0.29.0 --role kv_consumer --any-failure").exit_code == 1);
+    // with a registry that does not list it, the same seed is NEW
+    const std::string empty = write_scratch(
+        "one-entry.registry",
+        "finding other\n class upstream\n variants *\n signature crash:recving_not_finished\n upstream not_reported\n"
+        " witness corpus/x.trace v0.30.0\n fix +nothing\n why a test\n");
+    const auto fresh =
+        run_kvsim("explore --seed 9 --seeds 1 --variant v0.29.0 --role kv_consumer --progress 0 --registry " + empty);
+    REQUIRE(fresh.exit_code == 1);
+    REQUIRE_THAT(fresh.out, Catch::StartsWith("seed=9 NEW verdict=crash signature=crash:missing_current_block_table "));
+    const std::string bad = write_scratch("bad.registry", "finding x\n  class upstream\n  colour blue\n");
+    const auto broken = run_kvsim("explore --seeds 1 --registry " + bad);
+    REQUIRE(broken.exit_code == 65);
+    REQUIRE_THAT(broken.err, Catch::Contains(bad + ":3: colour: unknown field 'colour'"));
 
     const auto bad_variant = run_kvsim("explore --seeds 1 --variant v9.9.9");
     REQUIRE(bad_variant.exit_code == 64);

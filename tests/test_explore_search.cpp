@@ -35,7 +35,7 @@ TEST_CASE("explore_seed generates the seed's trace, runs it and names its repro 
     REQUIRE(seed.repro == "kvsim explore --seed 9 --seeds 1 --variant v0.29.0 --role kv_consumer");
     REQUIRE_THAT(seed.header, Catch::StartsWith("# " + seed.repro + "\n# knobs: "));
     REQUIRE(seed.swarm_case.trace.run.seed == 9);
-    REQUIRE_THAT(failure_line(seed), Catch::StartsWith("seed=9 verdict=crash signature=crash:missing_current_block_table "));
+    REQUIRE_THAT(failure_line(seed), Catch::StartsWith("seed=9 NEW verdict=crash signature=crash:missing_current_block_table "));
     REQUIRE_THAT(failure_line(seed), Catch::EndsWith("| repro: " + seed.repro));
     // the same seed under the fixed release: the same trace apart from its run line, and it passes
     ExploreConfig fixed = config;

@@ -117,7 +117,7 @@ TEST_CASE("kvsim minimize writes the minimal trace with its expect line and it r
     const auto out = (scratch_dir() / "minimal-seed000.trace").string();
     const auto r = run_kvsim("minimize " + in + " --variant v0.29.0 -o " + out);
     REQUIRE(r.exit_code == 0);
-    REQUIRE_THAT(r.err, Catch::Contains("signature=crash:missing_current_block_table kept under v0.29.0: 9 -> 1 events"));
+    REQUIRE_THAT(r.err, Catch::Contains("signature=crash:missing_current_block_table (known seed000_pending_load_save) kept under v0.29.0: 9 -> 1 events"));
     const std::string text = slurp(out);
     REQUIRE_THAT(text, Catch::StartsWith("kvsim-trace 1\n# Minimised by kvsim minimize"));
     REQUIRE_THAT(text, Catch::Contains("\nexpect v0.29.0 crash signature=crash:missing_current_block_table\n"));

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "fuzz/minimize/minimize_finding.h"
+#include "properties/findings/classify.h"
 #include "padded_seed000.h"
 #include "sim/trace/trace_parser.h"
 #include "sim/variant/variant.h"
@@ -40,7 +41,7 @@ TEST_CASE("minimize_finding keeps the trace's own signature and gives an expect 
                                          "keeping signature=crash:missing_current_block_table\n"));
     REQUIRE(parse_trace(text, "minimal.trace") == minimized.minimal);  // the comments change nothing
     REQUIRE_THAT(minimize_summary_line(minimized, finding),
-                 Catch::StartsWith("kvsim minimize: signature=crash:missing_current_block_table kept under v0.29.0: "
+                 Catch::StartsWith("kvsim minimize: signature=crash:missing_current_block_table (new) kept under v0.29.0: "
                                    "9 -> 1 events, "));
 }
 
@@ -53,4 +54,16 @@ TEST_CASE("minimize_finding says why it kept nothing", "[minimize]") {
     REQUIRE(other.outcome == MinimizeOutcome::not_reproduced);
     REQUIRE(other.signature == "crash:something_else");
     REQUIRE(other.original.signature == kSeed000Signature);
+}
+
+TEST_CASE("minimize_finding with the registry keeps the registry entry the trace is", "[minimize][registry]") {
+    FindingToMinimize finding = padded_seed000("v0.29.0");
+    finding.registry = &builtin_registry();
+    const MinimizedFinding minimized = minimize_finding(finding);
+    REQUIRE(minimized.outcome == MinimizeOutcome::kept);
+    REQUIRE(minimized.known_id == "seed000_pending_load_save");
+    const KnownEntry* again = classify(builtin_registry(), minimized.minimal, finding.variant, minimized.minimal_result);
+    REQUIRE(again != nullptr);
+    REQUIRE(again->id == "seed000_pending_load_save");
+    REQUIRE_THAT(minimized_trace_text(minimized, finding), Catch::Contains("# registry: known finding seed000_pending_load_save"));
 }

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -41,6 +40,22 @@ store prefix=a
 @7 arrive x3 prompt=b max_tokens=2
 )";
 
+// An entry for an unrelated signature: with it as the registry, seed 000's crash is NEW.
+const std::string kUnrelatedRegistry =
+    "finding other\n class upstream\n variants *\n signature crash:recving_not_finished\n upstream not_reported\n"
+    " witness corpus/x.trace v0.30.0\n fix +nothing\n why a test\n";
+
+// A liveness finding no registry entry explains: r1's store lookup stays pending past max_steps.
+const std::string kPendingLookup = R"(kvsim-trace 1
+engine block_size=16 num_blocks=64
+run seed=1 max_steps=60
+connector store role=kv_both lookup_async=on
+segment p len=40
+store prefix=p
+@0 arrive r1 prompt=p max_tokens=3
+@0 fault lookup_pending request=r1 steps=500
+)";
+
 struct Sandbox {
     fs::path dir;
     Sandbox(const std::string& name) : dir(scratch_dir() / name) {
@@ -52,20 +67,14 @@ struct Sandbox {
         std::ofstream(path, std::ios::binary) << text;
         return path.string();
     }
-    CliResult triage(const std::string& args) const {
-        const auto out = dir / "triage.out";
-        const std::string command = "cd " + kRepo + " && scripts/triage --variant v0.29.0 --kvsim " + KVSIM_BINARY +
-                                    " --out " + (dir / "findings").string() + " " + args + " >" + out.string() + " 2>&1";
-        const int status = std::system(command.c_str());
-        CliResult r;
-        r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        r.out = slurp(out);
-        return r;
+    CliResult triage(const std::string& variant, const std::string& args) const {
+        return run_kvsim("triage --variant " + variant + " --kvsim " + KVSIM_BINARY + " --out " +
+                         (dir / "findings").string() + " " + args);
     }
-    std::vector<fs::path> finding_dirs() const {
+    std::vector<fs::path> finding_dirs(const std::string& variant) const {
         std::vector<fs::path> out;
-        if (!fs::exists(dir / "findings" / "v0.29.0")) return out;
-        for (const auto& e : fs::directory_iterator(dir / "findings" / "v0.29.0"))
+        if (!fs::exists(dir / "findings" / variant)) return out;
+        for (const auto& e : fs::directory_iterator(dir / "findings" / variant))
             if (e.is_directory() && e.path().filename().string().front() != '.') out.push_back(e.path());
         return out;
     }
@@ -75,160 +84,111 @@ std::string first_line(const std::string& text) { return text.substr(0, text.fin
 
 }  // namespace
 
-TEST_CASE("triage turns two planted crash artifacts of one bug into one minimal finding", "[triage]") {
+TEST_CASE("triage turns two planted crash artifacts of one new cause into one minimal finding", "[triage]") {
     const Sandbox box("triage-dedup");
     const auto a = box.artifact("crash-planted-a", kArtifactA);
     const auto b = box.artifact("crash-planted-b", kArtifactB);
-    const auto known = box.artifact("known.txt", "# nothing is known\n");
+    const auto registry = box.artifact("registry.txt", kUnrelatedRegistry);
 
-    const auto first = box.triage("--known " + known + " " + a);
-    INFO(first.out);
+    const auto first = box.triage("v0.29.0", "--registry " + registry + " " + a);
+    INFO(first.out << first.err);
     REQUIRE(first.exit_code == 0);
     REQUIRE_THAT(first.out, Catch::Contains("triage: NEW v0.29.0 crash:missing_current_block_table <- crash-planted-a (9 -> 1 events)"));
-    const auto second = box.triage("--known " + known + " " + b);
+    const auto second = box.triage("v0.29.0", "--registry " + registry + " " + b);
     INFO(second.out);
     REQUIRE(second.exit_code == 0);
-    REQUIRE_THAT(second.out, Catch::Contains("triage: duplicate new v0.29.0 crash:missing_current_block_table <- crash-planted-b"));
-    REQUIRE_THAT(second.out, Catch::Contains("0 new finding(s), 0 known, 1 duplicate(s)"));
+    REQUIRE_THAT(second.out, Catch::Contains("triage: duplicate NEW v0.29.0 crash:missing_current_block_table <- crash-planted-b"));
+    REQUIRE_THAT(second.out, Catch::Contains("0 new finding(s), 0 known, 0 unreproduced, 1 duplicate(s)"));
 
-    // exactly one de-duplicated finding
-    const auto dirs = box.finding_dirs();
+    const auto dirs = box.finding_dirs("v0.29.0");
     REQUIRE(dirs.size() == 1);
     const fs::path finding = dirs.front();
     REQUIRE(finding.filename() == "crash:missing_current_block_table");
-    for (const char* file : {"trace", "log", "repro.txt", "meta.json", "original-crash-planted-a", "duplicates.txt"}) {
+    for (const char* file : {"trace", "log", "repro.txt", "result.json", "triage.json", "original-crash-planted-a",
+                             "duplicates.txt"}) {
         INFO(file);
         REQUIRE(fs::is_regular_file(finding / file));
     }
     REQUIRE(slurp(finding / "original-crash-planted-a") == kArtifactA);
     REQUIRE_THAT(slurp(finding / "duplicates.txt"), Catch::Contains(b));
 
-    // the minimal trace: one request, and the expect line for the variant
     const std::string trace = slurp(finding / "trace");
-    REQUIRE_THAT(trace, Catch::Contains("\nexpect v0.29.0 crash signature=crash:missing_current_block_table\n"));
+    REQUIRE_THAT(trace, Catch::Contains("\nexpect v0.29.0 crash signature=crash:missing_current_block_table\n") &&
+                            Catch::Contains("# registry: NEW (no known finding matches)"));
     REQUIRE(std::count(trace.begin(), trace.end(), '@') == 1);
-    auto lines = [](const std::string& text) {  // non-comment lines
-        int n = 0;
-        for (std::size_t at = 0; at < text.size(); at = text.find('\n', at) + 1) {
-            n += text[at] != '#' ? 1 : 0;
-            if (text.find('\n', at) == std::string::npos) break;
-        }
-        return n;
-    };
-    REQUIRE(lines(trace) < lines(kArtifactA) / 2);
 
-    // the log is the full event log of the minimal trace
     const std::string log = slurp(finding / "log");
     REQUIRE_THAT(log, Catch::Contains(" park ") && Catch::Contains("Missing current block table for store request"));
     REQUIRE_THAT(log, Catch::Contains("signature=crash:missing_current_block_table expect=met"));
 
-    const auto meta = nlohmann::json::parse(slurp(finding / "meta.json"));
+    const auto meta = nlohmann::json::parse(slurp(finding / "triage.json"));
     REQUIRE(meta["status"] == "new");
     REQUIRE(meta["verdict"] == "crash");
     REQUIRE(meta["events_before"] == 9);
     REQUIRE(meta["events_after"] == 1);
+    const auto result = nlohmann::json::parse(slurp(finding / "result.json"));
+    REQUIRE(result["signature"] == "crash:missing_current_block_table");
 
-    // the repro command, run from the repository root, reproduces the signature
+    // the repro command reproduces the signature
     const std::string repro = first_line(slurp(finding / "repro.txt"));
-    REQUIRE_THAT(repro, Catch::Contains(" run ") && Catch::EndsWith("/trace --variant v0.29.0"));
     REQUIRE(meta["repro"] == repro);
     const auto replay_out = box.dir / "replay.out";
-    const int status = std::system(("cd " + kRepo + " && " + repro + " >" + replay_out.string() + " 2>&1").c_str());
+    const int status = std::system((repro + " >" + replay_out.string() + " 2>&1").c_str());
     REQUIRE(WIFEXITED(status));
     REQUIRE(WEXITSTATUS(status) == 2);
-    REQUIRE_THAT(slurp(replay_out), Catch::Contains("crash ") &&
-                                        Catch::Contains("signature=crash:missing_current_block_table expect=met"));
 
-    // triaging the same artifact again records nothing new
-    const auto again = box.triage("--known " + known + " " + a + " " + b);
-    REQUIRE(again.exit_code == 0);
-    REQUIRE(box.finding_dirs().size() == 1);
+    // triaging the same artifacts again records nothing new
+    REQUIRE(box.triage("v0.29.0", "--registry " + registry + " " + a + " " + b).exit_code == 0);
+    REQUIRE(box.finding_dirs("v0.29.0").size() == 1);
     const std::string dups = slurp(finding / "duplicates.txt");
     REQUIRE(std::count(dups.begin(), dups.end(), '\n') == 1);
 }
 
-TEST_CASE("triage reports a signature of the known-findings file as known", "[triage]") {
+TEST_CASE("triage files a known finding under its registry id, with its upstream reference and fix", "[triage]") {
     const Sandbox box("triage-known");
     const auto a = box.artifact("crash-planted-a", kArtifactA);
-    const auto known = box.artifact("known.txt", "# variant signature reason\nv0.29.* crash:missing_current_block_table seed 000, fixed by #54643\n");
-    const auto summary = box.dir / "summary.tsv";
-    const auto r = box.triage("--known " + known + " --summary " + summary.string() + " " + a);
-    INFO(r.out);
+    const auto summary = box.dir / "summary.jsonl";
+    const auto r = box.triage("v0.29.0", "--summary " + summary.string() + " " + a);
+    INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
-    REQUIRE_THAT(r.out, Catch::Contains("triage: known v0.29.0 crash:missing_current_block_table") &&
-                            Catch::Contains("[known: seed 000, fixed by #54643]") &&
-                            Catch::Contains("0 new finding(s), 1 known, 0 duplicate(s)"));
-    const auto meta = nlohmann::json::parse(slurp(box.finding_dirs().at(0) / "meta.json"));
+    REQUIRE_THAT(r.out, Catch::Contains("triage: known seed000_pending_load_save v0.29.0 crash:missing_current_block_table") &&
+                            Catch::Contains("0 new finding(s), 1 known"));
+    const fs::path finding = box.dir / "findings" / "v0.29.0" / "seed000_pending_load_save";
+    const auto meta = nlohmann::json::parse(slurp(finding / "triage.json"));
     REQUIRE(meta["status"] == "known");
-    REQUIRE(meta["known_reason"] == "seed 000, fixed by #54643");
-    REQUIRE_THAT(slurp(summary), Catch::StartsWith("first\tknown\tv0.29.0\tcrash:missing_current_block_table\t"));
+    REQUIRE(meta["known_id"] == "seed000_pending_load_save");
+    REQUIRE(meta["fix"] == "+pr54643");
+    REQUIRE(meta["upstream"]["references"][0] == "#54643");
+    REQUIRE_THAT(slurp(finding / "trace"), Catch::Contains("# registry: known finding seed000_pending_load_save"));
+    const auto line = nlohmann::json::parse(first_line(slurp(summary)));
+    REQUIRE(line["first"] == true);
+    REQUIRE(line["status"] == "known");
+    REQUIRE(line["cause"] == "seed000_pending_load_save");
+}
+
+TEST_CASE("triage: a planted new cause behind a known signature is NEW, filed by its signature", "[triage]") {
+    const Sandbox box("triage-new-cause");
+    const auto a = box.artifact("crash-pending", kPendingLookup);
+    const auto r = box.triage("v0.30.0", a);
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE_THAT(r.out, Catch::Contains("triage: NEW v0.30.0 liveness:requests_not_finished <- crash-pending"));
+    REQUIRE(fs::exists(box.dir / "findings" / "v0.30.0" / "liveness:requests_not_finished" / "trace"));
 }
 
 TEST_CASE("triage keeps an artifact that does not replay to a finding under its own signature", "[triage]") {
     const Sandbox box("triage-unreproduced");
     const auto passes = box.artifact("crash-passes", "kvsim-trace 1\nengine block_size=16 num_blocks=64\nsegment p len=20\n@0 arrive r1 prompt=p max_tokens=2\n");
     const auto garbage = box.artifact("crash-garbage", "\x01\x02 not a trace");
-    const auto r = box.triage("--known /dev/null " + passes + " " + garbage);
-    INFO(r.out);
+    const auto r = box.triage("v0.29.0", passes + " " + garbage);
+    INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
-    REQUIRE_THAT(r.out, Catch::Contains("unreproduced:crash_replays_pass") && Catch::Contains("unreproduced:crash_not_a_trace"));
-    REQUIRE(box.finding_dirs().size() == 2);
-    REQUIRE(box.triage("").exit_code == 64);  // no artifact
-}
-
-TEST_CASE("every failing corpus trace is a known finding of fuzz/known_findings.txt", "[triage]") {
-    // corpus/upstream and corpus/findings: each expect line with a finding verdict is a bug the
-    // campaign must report as known, under that variant, not as new
-    std::map<std::string, std::vector<std::string>> by_variant;
-    for (const auto& e : fs::recursive_directory_iterator(kRepo + "/corpus")) {
-        if (!e.is_regular_file() || e.path().extension() != ".trace") continue;
-        std::ifstream in(e.path());
-        for (std::string line; std::getline(in, line);) {
-            if (line.rfind("expect ", 0) != 0 || line.find(" pass") != std::string::npos) continue;
-            const auto v_end = line.find(' ', 7);
-            by_variant[line.substr(7, v_end - 7)].push_back(e.path().string());
-        }
-    }
-    REQUIRE(by_variant.size() >= 3);
-    for (const auto& [variant, traces] : by_variant) {
-        const Sandbox box("triage-corpus-" + variant);
-        std::string args;
-        for (const auto& t : traces) args += " " + t;
-        const auto out = box.dir / "triage.out";
-        const std::string command = "cd " + kRepo + " && scripts/triage --variant " + variant + " --kvsim " + KVSIM_BINARY +
-                                    " --out " + (box.dir / "findings").string() + args + " >" + out.string() + " 2>&1";
-        const int status = std::system(command.c_str());
-        const std::string text = slurp(out);
-        INFO(variant << "\n" << text);
-        REQUIRE(WEXITSTATUS(status) == 0);
-        REQUIRE_THAT(text, Catch::Contains(" 0 new finding(s)"));
-    }
-}
-
-TEST_CASE("triage matches known-finding conditions on typed fields and a new cause behind a known signature is new",
-          "[triage]") {
-    // seed 000 under v0.29.0: MultiConnector(p2p, store); r1 is parked for its async P2P load, then
-    // the store child's pending-load branch builds a save for it and the assertion fires
-    const Sandbox box("triage-conditions");
-    const auto a = box.artifact("crash-seed000", kArtifactA);
-    const auto triage_with = [&](const std::string& stack, const std::string& category) {
-        const std::string entry = "v0.29.0 crash:missing_current_block_table name=pending_save stack~" + stack +
-                                  " event~" + category + ",request=$request,external=48 seed 000\n";
-        const auto r = box.triage("--known " + box.artifact("known.txt", entry) + " " + a);
-        INFO(r.out);
-        CHECK(r.exit_code == 0);
-        return r.out;
-    };
-    const fs::path findings = box.dir / "findings" / "v0.29.0";
-    SECTION("every condition holds: known, filed apart under <signature>~<ID>") {
-        REQUIRE_THAT(triage_with("p2p,store", "park"), Catch::Contains("0 new finding(s), 1 known"));
-        REQUIRE(fs::exists(findings / "crash:missing_current_block_table~pending_save"));
-    }
-    SECTION("a condition fails (the stack is the other way round): new") {
-        REQUIRE_THAT(triage_with("store,p2p", "park"), Catch::Contains("1 new finding(s), 0 known"));
-        REQUIRE(fs::exists(findings / "crash:missing_current_block_table"));
-    }
-    SECTION("an event condition on a field value the replay never has: new") {
-        REQUIRE_THAT(triage_with("p2p,store", "promote"), Catch::Contains("1 new finding(s), 0 known"));
-    }
+    REQUIRE_THAT(r.out, Catch::Contains("unreproduced:crash_replays_pass") && Catch::Contains("unreproduced:crash_not_a_trace") &&
+                            Catch::Contains("0 new finding(s), 0 known, 2 unreproduced"));
+    REQUIRE(box.finding_dirs("v0.29.0").size() == 2);
+    REQUIRE(box.triage("v0.29.0", "").exit_code == 64);  // no artifact
+    const auto bad = box.artifact("bad.registry", "finding x\n  colour blue\n");
+    const auto broken = box.triage("v0.29.0", "--registry " + bad + " " + passes);
+    REQUIRE(broken.exit_code == 65);
+    REQUIRE_THAT(broken.err, Catch::Contains(bad + ":2: colour: unknown field"));
 }

@@ -124,7 +124,7 @@ private:
         ++stats_.runs;
         try {
             const RunResult r = run_trace(t, variant_, run_options_);
-            return !r.internal_error && r.signature == signature_;
+            return !r.internal_error && r.signature == signature_ && (!options_.also_keep || options_.also_keep(t, r));
         } catch (const std::exception&) {
             return false;
         }

@@ -10,8 +10,10 @@
 // the same signature. The work is bounded by a number of runs (no wall clock: the result
 // is deterministic).
 #include <cstddef>
+#include <functional>
 #include <string>
 
+#include "properties/harness/run_trace.h"
 #include "sim/trace/trace.h"
 #include "sim/variant/variant.h"
 
@@ -31,6 +33,8 @@ struct MinimizeOptions {
     int max_runs = 4000;   // bound on run_trace calls
     int max_rounds = 20;   // bound on rounds of all passes
     MinimizeStats* stats = nullptr;  // filled when set
+    // When set, a candidate must also satisfy it (kvsim minimize: the same registry classification).
+    std::function<bool(const Trace&, const RunResult&)> also_keep = {};
 };
 
 // The smallest trace found that gives `signature` under `variant`. Expect lines are dropped

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "properties/findings/classify.h"
 #include "sim/trace/trace_printer.h"
 
 namespace kvsim {
@@ -28,21 +29,33 @@ MinimizedFinding not_minimized(MinimizeOutcome outcome, std::string signature, R
     return out;
 }
 
+// The registry entry a run is, as an id ("" when new).
+std::string known_id(const Registry* registry, const Trace& trace, const Variant& variant, const RunResult& r) {
+    if (registry == nullptr) return {};
+    const KnownEntry* entry = classify(*registry, trace, variant, r);
+    return entry != nullptr ? entry->id : std::string();
+}
+
 }  // namespace
 
 MinimizedFinding minimize_finding(const FindingToMinimize& finding) {
     std::string signature = finding.signature;
+    RunResult first = run_trace(finding.trace, finding.variant);
     if (signature.empty()) {
-        RunResult first = run_trace(finding.trace, finding.variant);
         if (first.internal_error) return not_minimized(MinimizeOutcome::internal_error, "", std::move(first));
         if (first.signature.empty()) return not_minimized(MinimizeOutcome::passes, "", std::move(first));
         signature = first.signature;
     }
     MinimizedFinding out;
     out.signature = signature;
+    if (first.signature == signature) out.known_id = known_id(finding.registry, finding.trace, finding.variant, first);
     MinimizeOptions options;
     options.max_runs = finding.max_runs;
     options.stats = &out.stats;
+    if (finding.registry != nullptr)
+        options.also_keep = [&](const Trace& t, const RunResult& r) {
+            return known_id(finding.registry, t, finding.variant, r) == out.known_id;
+        };
     out.minimal = minimize_trace(finding.trace, finding.variant, signature, options);
     if (!out.stats.reproduced)
         return not_minimized(MinimizeOutcome::not_reproduced, signature, run_trace(finding.trace, finding.variant));
@@ -62,6 +75,8 @@ std::string minimized_trace_text(const MinimizedFinding& minimized, const Findin
     comments += fmt::format("# ({} -> {} events, {} -> {} bytes, {} replays{}).\n", stats.events_before,
                             stats.events_after, stats.bytes_before, stats.bytes_after, stats.runs,
                             stats.budget_exhausted ? ", budget exhausted" : "");
+    comments += fmt::format("# registry: {}\n", minimized.known_id.empty() ? std::string("NEW (no known finding matches)")
+                                                                          : "known finding " + minimized.known_id);
     comments += fmt::format("# {}: {}\n", to_string(minimized.minimal_result.verdict),
                             comment_text(minimized.minimal_result.message));
     text.insert(text.find('\n') + 1, comments);
@@ -70,8 +85,9 @@ std::string minimized_trace_text(const MinimizedFinding& minimized, const Findin
 
 std::string minimize_summary_line(const MinimizedFinding& minimized, const FindingToMinimize& finding) {
     const MinimizeStats& stats = minimized.stats;
-    return fmt::format("kvsim minimize: signature={} kept under {}: {} -> {} events, {} -> {} bytes, {} replays{}",
-                       minimized.signature, finding.variant.name, stats.events_before, stats.events_after,
+    return fmt::format("kvsim minimize: signature={} ({}) kept under {}: {} -> {} events, {} -> {} bytes, {} replays{}",
+                       minimized.signature, minimized.known_id.empty() ? "new" : "known " + minimized.known_id,
+                       finding.variant.name, stats.events_before, stats.events_after,
                        stats.bytes_before, stats.bytes_after, stats.runs,
                        stats.budget_exhausted ? " (budget exhausted)" : "");
 }

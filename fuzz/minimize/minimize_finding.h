@@ -5,6 +5,7 @@
 #include <string>
 
 #include "fuzz/minimize/minimize.h"
+#include "properties/findings/registry.h"
 #include "properties/harness/run_trace.h"
 #include "sim/trace/trace.h"
 #include "sim/variant/variant.h"
@@ -17,6 +18,9 @@ struct FindingToMinimize {
     Variant variant;
     std::string signature;  // empty: the one the trace gives now
     int max_runs = MinimizeOptions{}.max_runs;
+    // Classification kept while shrinking: a known finding stays that registry entry, a new one
+    // stays new (so that a new cause never shrinks into a known one). nullptr: the signature alone.
+    const Registry* registry = nullptr;
 };
 
 enum class MinimizeOutcome {
@@ -29,6 +33,7 @@ enum class MinimizeOutcome {
 struct MinimizedFinding {
     MinimizeOutcome outcome = MinimizeOutcome::kept;
     std::string signature;  // the one kept (or asked for)
+    std::string known_id;   // the registry entry kept; empty: a new finding (or no registry)
     RunResult original;     // the input trace's run, when the outcome is not `kept`
     Trace minimal;          // with its run variant and one expect line
     RunResult minimal_result;

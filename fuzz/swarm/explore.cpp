@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "properties/findings/classify.h"
 #include "sim/trace/input_error.h"
 #include "sim/trace/trace_parser.h"
 #include "sim/trace/trace_printer.h"
@@ -38,10 +39,12 @@ bool write_failing_trace(const ExploreSeed& seed, const std::filesystem::path& p
 // Tallies a failing seed and prints its line; false when its trace could not be written.
 bool report_failure(const ExploreSeed& seed, const ExploreConfig& config, ExploreSummary& summary,
                     std::ostream& out) {
-    ++summary.failed;
+    if (seed.known != nullptr) ++summary.known; else ++summary.failed;
     summary.internal_error = summary.internal_error || seed.result.internal_error;
-    SignatureTally& tally = summary.signatures[seed.failure_kind()];
+    SignatureTally& tally =
+        seed.known != nullptr ? summary.known_entries[seed.known->id] : summary.signatures[seed.failure_kind()];
     if (tally.count++ == 0) tally.first_seed = seed.seed;
+    if (seed.known != nullptr && !config.any_failure) return true;
     std::string line = failure_line(seed);
     if (!config.out_dir.empty()) {
         const auto path = failing_trace_path(seed, config.out_dir);
@@ -58,18 +61,21 @@ bool report_failure(const ExploreSeed& seed, const ExploreConfig& config, Explor
 }  // namespace
 
 std::string ExploreSeed::failure_kind() const {
-    return result.internal_error ? std::string("internal-error") : result.signature;
+    if (result.internal_error) return "internal-error";
+    return known != nullptr ? result.signature + "~" + known->id : result.signature;
 }
 
 ExploreSeed explore_seed(std::uint64_t seed, const ExploreConfig& config) {
     const SwarmOptions swarm{.role = config.role, .variant = config.variant.name};
     ExploreSeed out{.seed = seed, .swarm_case = swarm_case_for_seed(seed, swarm), .result = {}, .repro = {}, .header = {}};
-    out.repro = fmt::format("kvsim explore --seed {} --seeds 1 --variant {} --role {}", seed, config.variant.name,
-                            to_string(config.role));
+    out.repro = fmt::format("kvsim explore --seed {} --seeds 1 --variant {} --role {}{}", seed, config.variant.name,
+                            to_string(config.role), config.any_failure ? " --any-failure" : "");
     out.header = fmt::format("# {}\n# knobs: {}\n", out.repro, describe(out.swarm_case.config));
     try {
         validate_trace(out.swarm_case.trace, fmt::format("seed-{}", seed));
         out.result = run_trace(out.swarm_case.trace, config.variant);
+        if (config.registry != nullptr)
+            out.known = classify(*config.registry, out.swarm_case.trace, config.variant, out.result);
     } catch (const InputError& bad) {
         // The generator promises valid traces: an invalid one is a bug in kvsim.
         out.result.internal_error = true;
@@ -79,9 +85,10 @@ ExploreSeed explore_seed(std::uint64_t seed, const ExploreConfig& config) {
 }
 
 std::string failure_line(const ExploreSeed& seed) {
-    return fmt::format("seed={} verdict={} signature={} steps={} -- {} | repro: {}", seed.seed,
-                       verdict_text(seed.result), seed.failure_kind(), seed.result.steps, seed.result.message,
-                       seed.repro);
+    return fmt::format("seed={} {} verdict={} signature={} steps={} -- {} | repro: {}", seed.seed,
+                       seed.known != nullptr ? "known=" + seed.known->id : std::string("NEW"),
+                       verdict_text(seed.result), seed.result.internal_error ? "internal-error" : seed.result.signature,
+                       seed.result.steps, seed.result.message, seed.repro);
 }
 
 ExploreSummary explore(const ExploreConfig& config, std::ostream& out, std::ostream& progress) {
@@ -95,21 +102,34 @@ ExploreSummary explore(const ExploreConfig& config, std::ostream& out, std::ostr
             return summary;
         const std::uint64_t done = i + 1;
         if (config.progress > 0 && done % config.progress == 0 && done < config.seeds)
-            progress << fmt::format("explore: {}/{} seeds, {} failures, {} signatures\n", done, config.seeds,
-                                    summary.failed, summary.signatures.size());
+            progress << fmt::format("explore: {}/{} seeds, {} new, {} known\n", done, config.seeds,
+                                    summary.failed, summary.known);
     }
     return summary;
 }
 
+namespace {
+
+std::string tally_rows(const std::map<std::string, SignatureTally>& tallies, std::string_view heading) {
+    if (tallies.empty()) return {};
+    std::size_t width = 0;
+    for (const auto& [kind, tally] : tallies) width = std::max(width, kind.size());
+    std::string out = fmt::format("  {}:\n", heading);
+    for (const auto& [kind, tally] : tallies)
+        out += fmt::format("    {:<{}} {:>6}  first seed={}\n", kind, width, tally.count, tally.first_seed);
+    return out;
+}
+
+}  // namespace
+
 std::string render_explore_summary(const ExploreSummary& summary, const ExploreConfig& config) {
     std::string out = fmt::format(
-        "explore: variant={} role={} seeds={}..{} ({}): {} passed, {} failed, {} signatures\n", config.variant.name,
-        to_string(config.role), config.first_seed, config.first_seed + config.seeds - 1, config.seeds,
-        summary.passed, summary.failed, summary.signatures.size());
-    std::size_t width = 0;
-    for (const auto& [kind, tally] : summary.signatures) width = std::max(width, kind.size());
-    for (const auto& [kind, tally] : summary.signatures)
-        out += fmt::format("  {:<{}} {:>6}  first seed={}\n", kind, width, tally.count, tally.first_seed);
+        "explore: variant={} role={} seeds={}..{} ({}): {} passed, {} new ({} signatures), {} known ({} causes)\n",
+        config.variant.name, to_string(config.role), config.first_seed, config.first_seed + config.seeds - 1,
+        config.seeds, summary.passed, summary.failed, summary.signatures.size(), summary.known,
+        summary.known_entries.size());
+    out += tally_rows(summary.signatures, "new (by signature)");
+    out += tally_rows(summary.known_entries, "known (by registry entry)");
     return out;
 }
 

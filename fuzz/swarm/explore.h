@@ -1,13 +1,16 @@
 #pragma once
 // The swarm search behind `kvsim explore`: one generated trace per seed (fuzz/swarm/swarm.h),
-// run under one variant; every failing seed is reported with the command that regenerates and
-// reruns exactly that trace, and tallied by signature.
+// run under one variant; every failing seed is classified against the registry of known findings
+// (properties/findings), tallied apart as known (by registry entry) or new (by signature), and a
+// new one (or, with any_failure, every one) is reported with the command that regenerates and
+// reruns exactly that trace.
 #include <cstdint>
 #include <map>
 #include <ostream>
 #include <string>
 
 #include "fuzz/swarm/swarm.h"
+#include "properties/findings/registry.h"
 #include "properties/harness/run_trace.h"
 #include "sim/variant/variant.h"
 
@@ -21,6 +24,8 @@ struct ExploreConfig {
     std::string out_dir;         // write each failing trace to DIR/<signature>/seed-S.trace (empty: none)
     std::uint64_t progress = 0;  // a progress line every K seeds (0: none)
     bool print_trace = false;    // print every generated trace before its result
+    const Registry* registry = nullptr;  // nullptr: every failure is new
+    bool any_failure = false;    // print known failures too, and count them as failures
 };
 
 // One seed: its generated case and the run.
@@ -30,9 +35,10 @@ struct ExploreSeed {
     RunResult result;
     std::string repro;   // "kvsim explore --seed S --seeds 1 --variant V --role R"
     std::string header;  // "# <repro>\n# knobs: ...\n", above a printed or written trace
+    const KnownEntry* known = nullptr;  // the registry entry a failing run is; nullptr: new
 
     bool passed() const { return !result.internal_error && result.verdict == Verdict::pass; }
-    // The signature, or "internal-error".
+    // The signature ("SIGNATURE~ID" for a known finding), or "internal-error".
     std::string failure_kind() const;
 };
 
@@ -49,8 +55,10 @@ struct SignatureTally {
 
 struct ExploreSummary {
     std::uint64_t passed = 0;
-    std::uint64_t failed = 0;
-    std::map<std::string, SignatureTally> signatures;  // failure kind -> seeds, sorted
+    std::uint64_t failed = 0;  // new findings and internal errors
+    std::uint64_t known = 0;
+    std::map<std::string, SignatureTally> signatures;  // new: failure kind -> seeds, sorted
+    std::map<std::string, SignatureTally> known_entries;  // known: registry id -> seeds, sorted
     bool internal_error = false;
     std::string unwritable;  // a failing trace that could not be written: the search stopped there
 };
@@ -59,7 +67,7 @@ struct ExploreSummary {
 // as it goes, and the progress lines to `progress`.
 ExploreSummary explore(const ExploreConfig& config, std::ostream& out, std::ostream& progress);
 
-// The closing line and one row per signature.
+// The closing line, then one row per new signature and one per known registry entry.
 std::string render_explore_summary(const ExploreSummary& summary, const ExploreConfig& config);
 
 }  // namespace kvsim

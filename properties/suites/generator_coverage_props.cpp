@@ -7,7 +7,6 @@
 #include <map>
 #include <set>
 
-#include "properties/suites/known_findings.h"
 #include "properties/suites/suite_common.h"
 
 namespace kvsim::propgen {

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "properties/suites/known_findings.h"
+#include "properties/findings/classify.h"
 #include "sim/trace/trace_printer.h"
 
 namespace kvsim::propgen {
@@ -68,10 +68,10 @@ void check_family_property(Family family, const std::string& variant_name, int d
             if (family == Family::other || family_of(f) == family) bad.push_back(f);
         if (bad.empty()) return;
         // A known finding excuses exactly the run's own signature, nothing else it reported.
-        if (const KnownFinding* known = match_known_finding(trace, variant, r)) {
+        if (const KnownEntry* known = classify(builtin_registry(), trace, variant, r)) {
             std::erase(bad, r.signature);
             if (bad.empty()) {
-                RC_TAG(std::string(known->name));
+                RC_TAG(known->id);
                 return;
             }
         }

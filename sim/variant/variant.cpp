@@ -298,6 +298,18 @@ std::string_view variant_flag_value(const Variant& v, std::string_view flag) {
     return row.values.at(static_cast<std::size_t>(row.get(v))).name;
 }
 
+bool set_variant_flag(Variant& v, std::string_view flag, std::string_view value) {
+    for (const FlagRow& row : flag_rows()) {
+        if (row.flag != flag) continue;
+        for (std::size_t i = 0; i < row.values.size(); ++i)
+            if (row.values[i].name == value) {
+                row.set(v, static_cast<int>(i));
+                return true;
+            }
+    }
+    return false;
+}
+
 std::vector<std::string> variant_flag_values(const Variant& v) {
     std::vector<std::string> out;
     for (const FlagRow& row : flag_rows()) out.emplace_back(row.values.at(static_cast<std::size_t>(row.get(v))).name);

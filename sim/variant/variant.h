@@ -122,6 +122,8 @@ const std::vector<FlagDescription>& variant_flags();
 std::vector<std::string> variant_flag_values(const Variant& v);  // same order as variant_flags()
 // The name of `flag`'s value in `v` (throws std::logic_error for an unknown flag).
 std::string_view variant_flag_value(const Variant& v, std::string_view flag);
+// Sets `flag` to the value named `value`; false (v unchanged) when either is unknown.
+bool set_variant_flag(Variant& v, std::string_view flag, std::string_view value);
 
 // `kvsim variants`: presets x flags table.
 std::string variants_table();

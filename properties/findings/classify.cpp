@@ -1,0 +1,174 @@
+#include "properties/findings/classify.h"
+
+#include <algorithm>
+
+#include "properties/findings/histories.h"
+
+namespace kvsim {
+namespace {
+
+struct Subject {
+    const Trace& trace;
+    const Variant& variant;
+    const RunResult& result;
+    std::string request;  // what "$request" stands for
+};
+
+std::string wanted(const FieldMatch& f, const Subject& s) { return f.value == "$request" ? s.request : f.value; }
+
+// A field's value as the registry writes it: integers in decimal, flags true/false, names as they are.
+std::string field_text(const Field& f) {
+    switch (f.kind) {
+        case FieldKind::integer: return std::to_string(std::get<std::int64_t>(f.value));
+        case FieldKind::flag: return std::get<std::int64_t>(f.value) != 0 ? "true" : "false";
+        case FieldKind::text: case FieldKind::request: case FieldKind::status: return std::get<std::string>(f.value);
+        default: return {};  // lists are not matched by value
+    }
+}
+
+bool event_has(const LogEvent& e, const Condition& c, const Subject& s) {
+    if (e.category != c.category) return false;
+    return std::all_of(c.fields.begin(), c.fields.end(), [&](const FieldMatch& m) {
+        const Field* f = e.field(m.key);
+        return f != nullptr && field_text(*f) == wanted(m, s);
+    });
+}
+
+bool some_event(const Condition& c, const Subject& s) {
+    return std::any_of(s.result.events.begin(), s.result.events.end(),
+                       [&](const LogEvent& e) { return event_has(e, c, s); });
+}
+
+std::string stack_of(const Trace& t) {
+    std::string out;
+    for (const ConnectorSpec& c : t.connectors) out += (out.empty() ? "" : ",") + c.kind;
+    return out;
+}
+
+std::string setting(const ConnectorSpec& c, std::string_view key) {
+    const auto on_off = [](bool b) { return std::string(b ? "on" : "off"); };
+    if (key == "role") return std::string(to_string(c.role));
+    if (key == "load_async") return on_off(c.load_async);
+    if (key == "lookup_async") return on_off(c.lookup_async);
+    if (key == "enable_lookup") return on_off(c.enable_lookup);
+    if (key == "save_decode_cache") return on_off(c.save_decode_cache);
+    return {};
+}
+
+bool connector_has(const Condition& c, const Subject& s) {
+    return std::any_of(s.trace.connectors.begin(), s.trace.connectors.end(), [&](const ConnectorSpec& spec) {
+        return spec.kind == c.value && std::all_of(c.fields.begin(), c.fields.end(), [&](const FieldMatch& m) {
+                   return setting(spec, m.key) == m.value;
+               });
+    });
+}
+
+bool variant_has(const std::vector<FieldMatch>& flags, const Variant& v) {
+    return std::all_of(flags.begin(), flags.end(), [&](const FieldMatch& f) {
+        Variant probe = v;
+        return set_variant_flag(probe, f.key, f.value) && variant_flag_values(probe) == variant_flag_values(v);
+    });
+}
+
+bool fault_matches(const FaultEvent& f, const Condition& c, const Subject& s) {
+    if (to_string(f.kind) != c.value) return false;
+    return std::all_of(c.fields.begin(), c.fields.end(), [&](const FieldMatch& m) {
+        if (m.key == "request") return f.request_id == wanted(m, s);
+        if (m.key == "rank") return std::to_string(f.rank) == m.value;
+        if (m.key == "steps") return std::to_string(f.steps) == m.value;
+        return false;
+    });
+}
+
+// The same trace, edited as `c` says, no longer gives the run's signature.
+bool gone_with(const Condition& c, const Subject& s) {
+    Trace trace = s.trace;
+    Variant variant = s.variant;
+    if (c.counterfactual == CounterfactualKind::flags) {
+        for (const FieldMatch& f : c.fields) set_variant_flag(variant, f.key, f.value);
+        variant.name += " (counterfactual)";
+    } else if (c.counterfactual == CounterfactualKind::patch) {
+        const auto patched = resolve_variant(s.variant.name + c.value, nullptr);
+        if (!patched) return false;
+        variant = *patched;
+    } else {
+        std::erase_if(trace.events, [&](const Event& e) {
+            const auto* f = std::get_if<FaultEvent>(&e.body);
+            return f != nullptr && fault_matches(*f, c, s);
+        });
+    }
+    const RunResult again = run_trace(trace, variant);
+    return !again.internal_error && again.signature != s.result.signature;
+}
+
+bool holds(const Condition& c, const Subject& s) {
+    switch (c.kind) {
+        case ConditionKind::stack: return stack_of(s.trace) == c.value;
+        case ConditionKind::event: return some_event(c, s);
+        case ConditionKind::no_event: return !some_event(c, s);
+        case ConditionKind::flag: return variant_has(c.fields, s.variant);
+        case ConditionKind::connector: return connector_has(c, s);
+        case ConditionKind::history: return history_holds(c.value, s.trace, s.result);
+        case ConditionKind::gone_with: return gone_with(c, s);
+    }
+    return false;
+}
+
+bool finding_has(const SignatureMatch& m, const Subject& s) {
+    const Finding& f = s.result.findings.front();
+    return std::all_of(m.finding_fields.begin(), m.finding_fields.end(), [&](const FieldMatch& field) {
+        if (field.key == "connector") return f.connector == field.value;
+        if (field.key == "id") return f.id == field.value;
+        return s.request == wanted(field, s);
+    });
+}
+
+}  // namespace
+
+std::string internal_error_signature(const std::string& message) {
+    std::string text = message;
+    if (const auto at = text.find("internal error: "); at != std::string::npos) text = text.substr(at + 16);
+    std::string out = "internal-error:";
+    bool underscore = false;
+    for (const char c : text) {
+        if (out.size() >= 72) break;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') {
+            out.push_back(c);
+            underscore = false;
+        } else if (c == ' ' && !underscore) {
+            out.push_back('_');
+            underscore = true;
+        }
+    }
+    while (!out.empty() && out.back() == '_') out.pop_back();
+    return out;
+}
+
+std::string finding_request(const RunResult& result) {
+    if (!result.findings.empty() && !result.findings.front().request.empty()) return result.findings.front().request;
+    return result.crash ? result.crash->request : std::string();
+}
+
+bool entry_matches(const KnownEntry& entry, const Trace& trace, const Variant& variant, const RunResult& result) {
+    if (result.internal_error || result.findings.empty() || !entry.applies_to(variant.name)) return false;
+    const SignatureMatch* signature = entry.signature_named(result.signature);
+    if (signature == nullptr) return false;
+    const Subject s{trace, variant, result, finding_request(result)};
+    if (!finding_has(*signature, s)) return false;
+    // the re-runs last: they cost a run each
+    for (const Condition& c : entry.conditions)
+        if (c.kind != ConditionKind::gone_with && !holds(c, s)) return false;
+    for (const Condition& c : entry.conditions)
+        if (c.kind == ConditionKind::gone_with && !holds(c, s)) return false;
+    return true;
+}
+
+const KnownEntry* classify(const Registry& registry, const Trace& trace, const Variant& variant,
+                           const RunResult& result) {
+    if (result.internal_error || result.verdict == Verdict::pass) return nullptr;
+    for (const KnownEntry& e : registry.entries)
+        if (entry_matches(e, trace, variant, result)) return &e;
+    return nullptr;
+}
+
+}  // namespace kvsim

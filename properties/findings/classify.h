@@ -1,0 +1,28 @@
+#pragma once
+// Classifies a run against the registry of known findings (registry.h): a failing run is KNOWN
+// when an entry applies to its variant, carries its signature, and every condition of the entry
+// holds for it; otherwise it is NEW. A new cause behind a known signature is NEW.
+#include <string>
+
+#include "properties/findings/registry.h"
+#include "properties/harness/run_trace.h"
+#include "sim/trace/trace.h"
+#include "sim/variant/variant.h"
+
+namespace kvsim {
+
+// The first entry the run is, or nullptr: a pass, an internal error, or a new finding.
+const KnownEntry* classify(const Registry& registry, const Trace& trace, const Variant& variant,
+                           const RunResult& result);
+
+// Whether `entry` matches the run (its variants, a signature, every condition).
+bool entry_matches(const KnownEntry& entry, const Trace& trace, const Variant& variant, const RunResult& result);
+
+// Signature of a kvsim internal error: "internal-error:" plus the message's words, without
+// numbers or ids (the fuzz target's and triage's grouping key).
+std::string internal_error_signature(const std::string& message);
+
+// The request the run's first finding names (a crash: the request its assertion names).
+std::string finding_request(const RunResult& result);
+
+}  // namespace kvsim

@@ -1,0 +1,153 @@
+// The registry of known findings (properties/findings): its witnesses, its coverage of the
+// corpus, its parse errors, and that a new cause behind a known signature is NEW.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "properties/findings/classify.h"
+#include "properties/findings/registry.h"
+#include "sim/trace/input_error.h"
+#include "sim/trace/trace_parser.h"
+
+using namespace kvsim;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kRepo = KVSIM_SOURCE_DIR;
+
+Trace load(const std::string& relative) {
+    std::ifstream in(kRepo + "/" + relative, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return parse_trace(text.str(), relative);
+}
+
+const KnownEntry* classified(const Trace& trace, const std::string& variant_name, const Registry& r = builtin_registry()) {
+    const Variant variant = require_variant(variant_name);
+    return classify(r, trace, variant, run_trace(trace, variant));
+}
+
+std::string parse_error(const std::string& text) {
+    try {
+        parse_registry(text, "r.txt");
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+const std::string kEntry =
+    "finding a\n"                                    // 1
+    "  class upstream\n"                             // 2
+    "  variants *\n"                                 // 3
+    "  signature liveness:requests_not_finished\n"  // 4
+    "  upstream not_reported\n"                      // 5
+    "  witness corpus/x.trace v0.30.0\n"             // 6
+    "  fix +a_patch_that_does_not_exist_yet\n"      // 7
+    "  why a test\n";                                // 8
+
+// A liveness finding no registry entry explains: r1's store lookup stays pending past max_steps.
+const std::string kPendingLookup = R"(kvsim-trace 1
+engine block_size=16 num_blocks=64
+run seed=1 max_steps=60
+connector store role=kv_both lookup_async=on
+segment p len=40
+store prefix=p
+@0 arrive r1 prompt=p max_tokens=3
+@0 fault lookup_pending request=r1 steps=5000
+)";
+
+}  // namespace
+
+TEST_CASE("registry: every entry's witnesses still classify as that entry, on the variants it names", "[registry]") {
+    const Registry& registry = builtin_registry();
+    REQUIRE(registry.entries.size() >= 11);
+    for (const KnownEntry& e : registry.entries) {
+        REQUIRE_FALSE(e.witnesses.empty());
+        for (const Witness& w : e.witnesses) {
+            INFO(e.id << ": " << w.trace << " under " << w.variant);
+            REQUIRE(e.applies_to(w.variant));
+            const KnownEntry* got = classified(load(w.trace), w.variant);
+            // A failure here means the cause was fixed (or the matcher drifted): update or delete the entry.
+            REQUIRE(got != nullptr);
+            CHECK(got->id == e.id);
+        }
+    }
+}
+
+TEST_CASE("registry: every failing expect line of the corpus is a known finding", "[registry]") {
+    int failing = 0;
+    for (const auto& f : fs::recursive_directory_iterator(kRepo + "/corpus")) {
+        if (f.path().extension() != ".trace") continue;
+        const std::string relative = fs::relative(f.path(), kRepo).string();
+        const Trace trace = load(relative);
+        for (const Expectation& x : trace.expectations) {
+            if (x.verdict == Verdict::pass) continue;
+            ++failing;
+            INFO(relative << " under " << x.variant);
+            CHECK(classified(trace, x.variant) != nullptr);
+        }
+    }
+    REQUIRE(failing >= 20);
+}
+
+TEST_CASE("registry: a new cause behind a known signature is NEW", "[registry]") {
+    const Trace pending = parse_trace(kPendingLookup, "pending.trace");
+    const Variant v30 = require_variant("v0.30.0");
+    const RunResult r = run_trace(pending, v30);
+    REQUIRE(r.signature == "liveness:requests_not_finished");  // the signature of three known entries
+    REQUIRE(classify(builtin_registry(), pending, v30, r) == nullptr);
+    // the known witness of the same signature is known, and an entry whose condition it fails is not
+    const Trace cascade = load("corpus/findings/store_pins_make_preemption_free_nothing.trace");
+    REQUIRE(classified(cascade, "v0.30.0") != nullptr);
+    const Registry narrow = parse_registry(kEntry + "  history loaded_but_never_promoted\n", "narrow.txt");
+    REQUIRE(classified(cascade, "v0.30.0", narrow) == nullptr);
+    const Registry broad = parse_registry(kEntry, "broad.txt");
+    REQUIRE(classified(cascade, "v0.30.0", broad) == &broad.entries.front());
+}
+
+TEST_CASE("registry: conditions over typed fields, the stack, settings and counterfactual re-runs", "[registry]") {
+    const Trace store_first = load("corpus/findings/multiconnector_store_first_p2p_notify_pull.trace");
+    const std::string head = "finding b\n class upstream\n variants *\n signature crash:recving_not_finished\n"
+                             " upstream known #1\n witness x.trace v0.30.0\n fix +p\n why t\n";
+    const auto known_with = [&](const std::string& conditions) {
+        const Registry r = parse_registry(head + conditions, "c.txt");
+        return classified(store_first, "v0.30.0", r) != nullptr;
+    };
+    CHECK(known_with(" stack store,p2p\n"));
+    CHECK_FALSE(known_with(" stack p2p,store\n"));
+    CHECK(known_with(" event p2p action=pull_result request=$request notify_only=true\n"));
+    CHECK_FALSE(known_with(" event p2p action=pull_result request=$request notify_only=false\n"));
+    CHECK(known_with(" no_event p2p action=finished_before_alloc\n"));
+    CHECK(known_with(" connector store load_async=off\n"));
+    CHECK_FALSE(known_with(" connector store load_async=on\n"));
+    CHECK(known_with(" flag pending_load_guard=on\n"));
+    CHECK_FALSE(known_with(" flag pending_load_guard=off\n"));
+    CHECK_FALSE(known_with(" gone_with flags snapshot_rule=eager\n"));  // still crashes so
+    CHECK_FALSE(known_with(" gone_with patch +not_a_patch_yet\n"));     // unresolvable: no match
+    const Registry old_only = parse_registry(std::string(head).replace(head.find("variants *"), 10, "variants v0.29.0*"), "o.txt");
+    CHECK(classified(store_first, "v0.30.0", old_only) == nullptr);  // applies to v0.29.0* only
+    CHECK(classified(store_first, "v0.29.0", old_only) != nullptr);
+}
+
+TEST_CASE("registry: parse errors name file:line and the field", "[registry]") {
+    CHECK(parse_error("  class upstream\n") == "r.txt:1: class: a field before the first 'finding ID' line");
+    CHECK(parse_error(kEntry + "  colour blue\n") ==
+          "r.txt:9: colour: unknown field 'colour' (expected class, variants, signature, stack, event, no_event, flag, "
+          "connector, history, gone_with, upstream, needs, witness, fix, why)");
+    CHECK_THAT(parse_error(kEntry + "  event nosuch a=b\n"), Catch::StartsWith("r.txt:9: event: unknown event category 'nosuch'"));
+    CHECK_THAT(parse_error(kEntry + "  event p2p action\n"), Catch::StartsWith("r.txt:9: event: 'action' is not KEY=VALUE"));
+    CHECK_THAT(parse_error(kEntry + "  flag snapshot_rule=sometimes\n"), Catch::StartsWith("r.txt:9: flag: unknown variant flag"));
+    CHECK_THAT(parse_error(kEntry + "  history whatever\n"), Catch::StartsWith("r.txt:9: history: unknown history 'whatever'"));
+    CHECK_THAT(parse_error(kEntry + "  gone_with patch pr1\n"), Catch::StartsWith("r.txt:9: gone_with: a patch is written +NAME"));
+    CHECK_THAT(parse_error(kEntry + "  signature liveness\n"), Catch::StartsWith("r.txt:9: signature: 'liveness' is not KIND:ID"));
+    CHECK_THAT(parse_error(kEntry + "  upstream open 50565\n"), Catch::StartsWith("r.txt:9: upstream: '50565' is not"));
+    CHECK(parse_error(kEntry + kEntry) == "r.txt:9: finding: duplicate id 'a'");
+    CHECK(parse_error("finding a\n  class upstream\nfinding b\n") == "r.txt:1: a.variants: missing");
+    CHECK(parse_error("# nothing\n") == "r.txt:1: finding: the registry has no entry");
+    CHECK(parse_error(kEntry) == "no error");  // a fix patch need not resolve (yet)
+    CHECK_THROWS_AS(load_registry("/nonexistent/registry.txt"), InputError);
+}
