@@ -16,5 +16,6 @@ Command add_matrix_command(CLI::App& app);
 Command add_coverage_command(CLI::App& app);
 Command add_minimize_command(CLI::App& app);
 Command add_explore_command(CLI::App& app);
+Command add_explain_command(CLI::App& app);
 
 }  // namespace kvsim::cli

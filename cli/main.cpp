@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
     commands["coverage"] = kvsim::cli::add_coverage_command(app);
     commands["minimize"] = kvsim::cli::add_minimize_command(app);
     commands["explore"] = kvsim::cli::add_explore_command(app);
+    commands["explain"] = kvsim::cli::add_explain_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
