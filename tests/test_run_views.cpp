@@ -1,14 +1,19 @@
-// The views of a run: the timeline, the causal slice and `kvsim explain`.
+// The views of a run: the timeline, the causal slice and `kvsim explain`, the Perfetto JSON, the
+// lifecycle graph as DOT, and the HTML page's content (the browser test renders it too).
+#include <boost/graph/graphviz.hpp>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <filesystem>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "cli_runner.h"
 #include "properties/harness/causal_slice.h"
 #include "properties/harness/exit_codes.h"
+#include "properties/harness/lifecycle_coverage.h"
+#include "properties/harness/run_views.h"
 #include "sim/trace/trace_parser.h"
 
 using namespace kvsim;
@@ -135,4 +140,82 @@ TEST_CASE("the causal slice of seed 000's crash starts at r1's arrival and ends 
     const std::string text = explain_text(l.trace, l.result, slice, "seed000.trace", "v0.29.0");
     CHECK_THAT(text, Catch::Contains("AssertionError: Missing current block table for store request r1"));
     CHECK_THAT(text, Catch::Contains("@0 arrive r1"));
+}
+
+TEST_CASE("the Perfetto JSON parses back with a track per request and rank, and the trace's jobs", "[views][perfetto]") {
+    const Loaded l = load_and_run(kRepo + "/corpus/upstream/issue52360_preempted_save_reads_reused_blocks.trace", "v0.29.0");
+    const std::string path = (scratch_dir() / "run.perfetto.json").string();
+    const auto r = run_kvsim("run " + kRepo + "/corpus/upstream/issue52360_preempted_save_reads_reused_blocks.trace"
+                             " --variant v0.29.0 --quiet --perfetto " + path);
+    REQUIRE(r.err.empty());
+    const auto j = nlohmann::json::parse(slurp(path));
+    std::set<std::string> threads, processes;
+    std::size_t request_slices = 0, rank_slices = 0, async_begins = 0, async_ends = 0;
+    for (const auto& e : j.at("traceEvents")) {
+        const std::string ph = e.at("ph");
+        if (ph == "M" && e.at("name") == "thread_name") threads.insert(e.at("args").at("name").get<std::string>());
+        if (ph == "M" && e.at("name") == "process_name") processes.insert(e.at("args").at("name").get<std::string>());
+        if (ph == "X" && e.at("pid") == 1) ++request_slices;
+        if (ph == "X" && e.at("pid") == 2) ++rank_slices;
+        async_begins += ph == "b" ? 1 : 0;
+        async_ends += ph == "e" ? 1 : 0;
+    }
+    for (const std::string& id : arrived_requests(l.trace)) CHECK(threads.contains(id));
+    for (int rank = 0; rank < l.trace.workers.ranks; ++rank) CHECK(threads.contains("rank " + std::to_string(rank)));
+    CHECK(processes.contains("requests"));
+    CHECK(processes.contains("connector store"));
+    CHECK(request_slices >= arrived_requests(l.trace).size());
+    const Timeline& t = *l.result.timeline;
+    REQUIRE_FALSE(t.jobs.empty());
+    std::size_t reports = 0;
+    for (const StoreJob& job : t.jobs)
+        for (const RankReport& rr : job.reports) reports += rr.rank >= 0 ? 1 : 0;
+    CHECK(rank_slices == reports);
+    CHECK(async_begins == t.jobs.size() + t.transfers.size());
+    CHECK(async_ends == async_begins);
+}
+
+TEST_CASE("kvsim coverage --dot reads back with read_graphviz into the same edges", "[views][coverage]") {
+    const std::string path = (scratch_dir() / "lifecycle.dot").string();
+    const auto r = run_kvsim("coverage " + kRepo + "/corpus/upstream --dot " + path);
+    REQUIRE(r.exit_code == 0);
+    const LifecycleCoverage coverage =
+        measure_lifecycle_coverage(find_trace_files({kRepo + "/corpus/upstream"}, false).files, std::nullopt);
+    LifecycleDotGraph read(0);
+    boost::dynamic_properties dp = lifecycle_dot_properties(read);
+    std::istringstream dot(slurp(path));
+    REQUIRE(boost::read_graphviz(dot, read, dp, "node_id"));
+    std::set<std::tuple<std::string, std::string, int, std::string>> got, want;
+    for (auto [it, end] = boost::edges(read); it != end; ++it)
+        got.emplace(read[boost::source(*it, read)].name + "->" + read[boost::target(*it, read)].name, read[*it].key,
+                    read[*it].weight, read[*it].style);
+    for (const LifecycleEdgeInfo& e : LifecycleGraph::upstream().edges()) {
+        const int n = coverage.traces_of(e.key);
+        want.emplace(e.key, e.key, n, n > 0 ? "solid" : (e.modelled ? "dashed" : "dotted"));
+    }
+    CHECK(got == want);
+    CHECK(coverage.exercised.size() > 0);
+    CHECK(coverage.never_reached.size() > 0);
+}
+
+TEST_CASE("the HTML page is self-contained and carries the finding, its slice and the trace", "[views][html]") {
+    const std::string path = (scratch_dir() / "seed000.html").string();
+    const auto r = run_kvsim("run " + kSeed000Both + " --variant v0.29.0 --quiet --html " + path);
+    CHECK(r.exit_code == 2);
+    const std::string page = slurp(path);
+    REQUIRE_THAT(page, Catch::StartsWith("<!DOCTYPE html>"));
+    CHECK_THAT(page, !Catch::Contains("http://") && !Catch::Contains("https://") && !Catch::Contains("src="));
+    CHECK_THAT(page, !Catch::Contains("{{DATA}}") && !Catch::Contains("{{JS}}") && !Catch::Contains("{{CSS}}"));
+    const auto open = page.find("<script id=\"kvsim-data\" type=\"application/json\">");
+    REQUIRE(open != std::string::npos);
+    const auto start = page.find('>', open) + 1;
+    const auto data = nlohmann::json::parse(page.substr(start, page.find("</script>", start) - start));
+    CHECK(data.at("finding").at("request") == "r1");
+    CHECK(data.at("finding").at("signature") == "crash:missing_current_block_table");
+    CHECK_THAT(data.at("finding").at("quote").get<std::string>(),
+               Catch::Contains("AssertionError: Missing current block table for store request r1"));
+    CHECK(data.at("repro") == "kvsim run " + kSeed000Both + " --variant v0.29.0");
+    CHECK(data.at("lanes") == nlohmann::json::array({"r1"}));
+    CHECK_THAT(data.at("trace_text").get<std::string>(), Catch::Contains("@0 arrive r1"));
+    CHECK_FALSE(data.at("slice").at("events").empty());
 }
