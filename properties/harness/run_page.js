@@ -49,7 +49,12 @@ function vlist(el, rowsFn, renderRow) {
     }
   };
   el.addEventListener("scroll", draw);
-  return {refresh() { rows = rowsFn(); spacer.style.height = (rows.length * H) + "px"; draw(); },
+  return {refresh() {
+            rows = rowsFn();
+            spacer.style.height = (rows.length * H) + "px";
+            el.style.height = Math.min(260, Math.max(2, rows.length) * H + 4) + "px";  // short lists stay short
+            draw();
+          },
           scrollTo(i) { if (i >= 0) el.scrollTop = Math.max(0, i * H - el.clientHeight / 3); draw(); },
           rows: () => rows};
 }
@@ -204,6 +209,8 @@ function renderTrace() {
   const lines = new Set(D.slice.trace_lines);
   $("trace").innerHTML = D.trace_text.split("\n").map((l, i) =>
     lines.has(i + 1) ? `<span class="hl">${esc(l)}</span>` : (sliceOnly ? "" : esc(l) + "\n")).join("");
+  const first = $("trace").querySelector(".hl");
+  if (first) $("trace").scrollTop = first.offsetTop - 60;  // the slice's first trace line in view
 }
 
 function render() {
