@@ -1,5 +1,6 @@
 // kvsim coverage: which request lifecycle edges a set of traces exercises, and which it never
 // reaches (properties/harness/lifecycle_coverage.h does the work).
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@ struct CoverageOptions {
     std::string variant;  // empty: each trace's run variant, else its first expect line
     bool any_name = false;
     bool json = false;
+    std::string dot_path;  // non-empty: also write the lifecycle graph with its coverage as DOT
 };
 
 int run_coverage(const CoverageOptions& options) {
@@ -33,6 +35,14 @@ int run_coverage(const CoverageOptions& options) {
         return exit_code::kUsage;
     }
     const LifecycleCoverage coverage = measure_lifecycle_coverage(found.files, fixed_variant);
+    if (!options.dot_path.empty()) {
+        std::ofstream dot(options.dot_path, std::ios::binary);
+        write_lifecycle_dot(dot, coverage);
+        if (!dot) {
+            std::cerr << "kvsim: --dot: cannot write " << options.dot_path << "\n";
+            return exit_code::kUsage;
+        }
+    }
     if (options.json)
         std::cout << coverage_json(coverage, options.variant).dump(2) << "\n";
     else
@@ -50,6 +60,9 @@ Command add_coverage_command(CLI::App& app) {
     cmd->add_flag("--any-name", opts->any_name,
                   "Take every regular file under the directories, not only *.trace (fuzzer corpora); invalid ones are counted as rejected");
     cmd->add_flag("--json", opts->json, "Print one JSON object instead of the table");
+    cmd->add_option("--dot", opts->dot_path,
+                    "Also write the lifecycle graph as Graphviz DOT: exercised edges solid, weighted by the traces "
+                    "that made them; unreached edges dashed (render: dot -Tsvg FILE)");
     return [opts] { return run_coverage(*opts); };
 }
 

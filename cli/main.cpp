@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     commands["explore"] = kvsim::cli::add_explore_command(app);
     commands["triage"] = kvsim::cli::add_triage_command(app);
     commands["report"] = kvsim::cli::add_report_command(app);
+    commands["explain"] = kvsim::cli::add_explain_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

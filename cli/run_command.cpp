@@ -1,6 +1,7 @@
 #include "cli/run_command.h"
 
 #include <fstream>
+#include <iterator>
 #include <iostream>
 #include <memory>
 
@@ -9,6 +10,7 @@
 #include "properties/harness/exit_codes.h"
 #include "properties/harness/run_json.h"
 #include "properties/harness/run_trace.h"
+#include "properties/harness/run_views.h"
 #include "properties/harness/verdict_line.h"
 
 namespace kvsim::cli {
@@ -16,6 +18,23 @@ namespace {
 
 std::string rendered_log(const RunResult& result, const std::string& format) {
     return format == "jsonl" ? events_jsonl(result.events) : result.log;
+}
+
+bool write_file(const std::string& path, const std::string& text, const char* flag) {
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    if (!out) std::cerr << "kvsim: " << flag << ": cannot write " << path << "\n";
+    return static_cast<bool>(out);
+}
+
+// --html and --perfetto: the views of the run, from its timeline.
+bool write_views(const RunCommandOptions& opts, const Trace& trace, const RunResult& result,
+                 const std::string& variant) {
+    std::ifstream in(opts.trace_path, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const RunViewInput input{trace, result, opts.trace_path, text, variant};
+    if (!opts.html_path.empty() && !write_file(opts.html_path, run_page_html(input), "--html")) return false;
+    return opts.perfetto_path.empty() || write_file(opts.perfetto_path, perfetto_json(input).dump() + "\n", "--perfetto");
 }
 
 }  // namespace
@@ -28,7 +47,9 @@ int run_run(const RunCommandOptions& opts) {
 
     RunOptions run_options;
     run_options.check_determinism = opts.check_determinism;
+    run_options.record_timeline = !opts.html_path.empty() || !opts.perfetto_path.empty();
     const RunResult result = run_trace(loaded->trace, loaded->variant, run_options);
+    if (!write_views(opts, loaded->trace, result, variant_name)) return exit_code::kUsage;
 
     if (!opts.log_path.empty()) {
         std::ofstream log(opts.log_path, std::ios::binary);
@@ -62,6 +83,12 @@ Command add_run_command(CLI::App& app) {
     cmd->add_flag("--json", opts->json,
                   "Print the whole result as one JSON object (verdict, signature, steps, digest, findings, expect, "
                   "repro) instead of the log and the verdict line; the log still goes to --log FILE");
+    cmd->add_option("--html", opts->html_path,
+                    "Also write the run as one self-contained HTML page (swimlanes, block tables, store jobs, the "
+                    "finding and its causal slice; no network)");
+    cmd->add_option("--perfetto", opts->perfetto_path,
+                    "Also write the run as Chrome trace-event JSON (Perfetto, chrome://tracing): a track per request, "
+                    "store rank and connector; 1 step = 1 ms");
     return [opts]() -> int { return run_run(*opts); };
 }
 

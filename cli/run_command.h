@@ -12,6 +12,8 @@ struct RunCommandOptions {
     bool quiet = false;
     bool check_determinism = false;
     bool json = false;  // the whole result as one JSON object instead of the log and verdict line
+    std::string html_path;      // non-empty: also write the run's HTML page there
+    std::string perfetto_path;  // non-empty: also write the run as Chrome trace-event JSON there
 };
 
 int run_run(const RunCommandOptions& options);

@@ -2,7 +2,11 @@
 // Lifecycle coverage of a set of traces: which request lifecycle edges
 // (properties/lifecycle/lifecycle_graph.h) their runs exercise, which they never reach, and any
 // transition that is not an edge at all. `kvsim coverage` prints it.
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/property_map/dynamic_property_map.hpp>
+
 #include <map>
+#include <ostream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -50,5 +54,27 @@ LifecycleCoverage measure_lifecycle_coverage(const std::vector<std::string>& fil
 // `variant_flag` is the variant every trace was run under, empty when each chose its own.
 nlohmann::ordered_json coverage_json(const LifecycleCoverage& coverage, const std::string& variant_flag);
 std::string render_coverage(const LifecycleCoverage& coverage, const std::string& variant_flag);
+
+// The lifecycle graph drawn (`kvsim coverage --dot`): a vertex per state, named by it; an edge per
+// lifecycle edge, exercised ones solid and weighted by the traces that made them, unreached ones
+// dashed (dotted: upstream only), transitions that are not edges bold red.
+struct LifecycleDotVertex {
+    std::string name;
+};
+struct LifecycleDotEdge {
+    std::string key;  // "FROM->TO"
+    std::string label;
+    int weight = 0;  // traces that made it
+    std::string style;
+    std::string color;
+    std::string penwidth;
+};
+using LifecycleDotGraph =
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, LifecycleDotVertex, LifecycleDotEdge>;
+LifecycleDotGraph lifecycle_coverage_graph(const LifecycleCoverage& coverage);
+// The graph's Graphviz attributes (node_id is the state's name), for write_graphviz_dp and read_graphviz.
+boost::dynamic_properties lifecycle_dot_properties(LifecycleDotGraph& graph);
+// Boost.Graph's write_graphviz_dp over lifecycle_coverage_graph.
+void write_lifecycle_dot(std::ostream& out, const LifecycleCoverage& coverage);
 
 }  // namespace kvsim

@@ -63,12 +63,14 @@ bool run_and_check_step(Engine& engine, int step, WorkerAccessChecker& access_ch
     return false;
 }
 
-RunResult run_once(const Trace& trace, const Variant& variant) {
+RunResult run_once(const Trace& trace, const Variant& variant, bool record_timeline) {
     RunResult result;
     Engine engine(trace, variant);
     WorkerAccessChecker access_checker(engine.scheduler());
     engine.set_observer(&access_checker);
     const auto checkers = make_core_checkers();
+    std::optional<TimelineRecorder> recorder;
+    if (record_timeline) recorder.emplace(engine);
     const int max_steps = trace.run.max_steps;
 
     int step = 0;
@@ -83,7 +85,9 @@ RunResult run_once(const Trace& trace, const Variant& variant) {
             step = std::max(step, engine.next_event_step());  // idle engine: no steps to log
             if (step >= max_steps) break;
         }
-        if (!run_and_check_step(engine, step, access_checker, checkers, result)) {
+        const bool go_on = run_and_check_step(engine, step, access_checker, checkers, result);
+        if (recorder) recorder->record(step);
+        if (!go_on) {
             ended = true;
             break;
         }
@@ -97,15 +101,16 @@ RunResult run_once(const Trace& trace, const Variant& variant) {
     result.log = engine.log().text();
     result.digest = engine.log().digest();
     result.events = engine.log().events();
+    if (recorder) result.timeline = recorder->finish(result.events);
     return result;
 }
 
 }  // namespace
 
 RunResult run_trace(const Trace& trace, const Variant& variant, const RunOptions& options) {
-    RunResult first = run_once(trace, variant);
+    RunResult first = run_once(trace, variant, options.record_timeline);
     if (!options.check_determinism || first.internal_error) return first;
-    const RunResult second = run_once(trace, variant);
+    const RunResult second = run_once(trace, variant, false);
     if (auto differ = DeterminismChecker().compare(first.digest, first.log, second.digest, second.log)) {
         first.verdict = Verdict::nondeterminism;
         first.signature = differ->signature();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "properties/checkers/finding.h"
+#include "properties/harness/timeline.h"
 #include "sim/common/event_log.h"
 #include "sim/trace/trace.h"
 #include "sim/variant/variant.h"
@@ -30,10 +31,12 @@ struct RunResult {
     std::vector<Finding> findings;
     std::optional<UpstreamCrash> crash;  // the upstream assertion the run died on
     std::vector<LogEvent> events;        // the event log as typed events
+    std::optional<Timeline> timeline;    // when RunOptions::record_timeline asked for it
 };
 
 struct RunOptions {
     bool check_determinism = false;  // replay and compare digests
+    bool record_timeline = false;    // keep the step-by-step timeline (the views of a run)
 };
 
 RunResult run_trace(const Trace& trace, const Variant& variant, const RunOptions& options = {});
