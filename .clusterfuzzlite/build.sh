@@ -30,6 +30,7 @@ cmake -S "$src" -B "$build" -G Ninja \
   -DCMAKE_CXX_FLAGS="$CXXFLAGS" \
   -DKVSIM_FUZZ=ON \
   -DKVSIM_BUILD_TESTS=OFF \
+  -DKVSIM_BENCH=OFF \
   -DKVSIM_FUZZING_ENGINE="$LIB_FUZZING_ENGINE"
 cmake --build "$build" --target "${targets[@]}"
 
