@@ -32,12 +32,14 @@ struct Sizes {
 Sizes full_sizes() { return {{64, 256, 1024, 4096}, 50, {1'000, 10'000, 100'000, 1'000'000}, 256, 64, 20, false}; }
 Sizes short_sizes() { return {{64, 256}, 3, {1'000, 10'000}, 8, 3, 2, true}; }
 
-RunOptions bench_run_options() { return RunOptions{}; }
+// Every checker on; the text log off (nobody reads it), unless the benchmark is about it.
+RunOptions bench_run_options(bool text_log) { return RunOptions{.text_log = text_log}; }
 
 // Runs `trace` once per iteration; a run that does not pass is an error, not a number.
-bool run_each_iteration(benchmark::State& state, const Trace& trace, const Variant& variant, int& steps) {
+bool run_each_iteration(benchmark::State& state, const Trace& trace, const Variant& variant, int& steps,
+                        bool text_log = false) {
     for (auto _ : state) {
-        const RunResult result = run_trace(trace, variant, bench_run_options());
+        const RunResult result = run_trace(trace, variant, bench_run_options(text_log));
         if (result.internal_error || result.verdict != Verdict::pass) {
             state.SkipWithError(("the benchmark trace did not pass: " + result.message).c_str());
             return false;
@@ -47,12 +49,12 @@ bool run_each_iteration(benchmark::State& state, const Trace& trace, const Varia
     return true;
 }
 
-void concurrency(benchmark::State& state, int decode) {
+void concurrency(benchmark::State& state, int decode, bool text_log) {
     const int running = static_cast<int>(state.range(0));
     const Trace trace = parse_trace(concurrency_trace(running, decode), "<concurrency>");
     const Variant variant = require_variant(trace.run.variant);
     int steps = 0;
-    if (!run_each_iteration(state, trace, variant, steps)) return;
+    if (!run_each_iteration(state, trace, variant, steps, text_log)) return;
     const auto request_steps = static_cast<double>(concurrency_request_steps(running, decode));
     state.counters["request_steps_per_s"] =
         benchmark::Counter(request_steps * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
@@ -88,9 +90,11 @@ void register_all(const Sizes& sizes) {
         if (sizes.one_iteration) b->Iterations(1);
     };
     shape(benchmark::RegisterBenchmark("explore", explore_traces, sizes.explore_seeds));
-    auto* c = benchmark::RegisterBenchmark("concurrency", concurrency, sizes.concurrency_decode);
+    auto* c = benchmark::RegisterBenchmark("concurrency", concurrency, sizes.concurrency_decode, false);
     for (int n : sizes.running) c->Arg(n);
     shape(c);
+    shape(benchmark::RegisterBenchmark("concurrency_text_log", concurrency, sizes.concurrency_decode, true)
+              ->Arg(sizes.running[1]));
     auto* p = benchmark::RegisterBenchmark("pool", pool, sizes.pool_requests, sizes.pool_decode);
     for (int b : sizes.pool_blocks) p->Arg(b);
     shape(p);

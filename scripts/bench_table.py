@@ -43,13 +43,16 @@ def main():
 
     traces = counter("explore", "traces_per_s")
     table.append(("kvsim explore (v0.30.0) traces/s", traces, "", ""))
-    running = sorted(int(n.split("/")[1]) for n in rows if n.startswith("concurrency/"))
+    running = sorted(int(n.split("/")[1]) for n in rows if n.startswith("concurrency/"))  # text log off
     for n in running:
         table.append((f"request-steps/s, N = {n:,} running", counter(f"concurrency/{n}", "request_steps_per_s"), "", ""))
     if len(running) > 1:
         lo, hi = running[0], running[-1]
         ratio = counter(f"concurrency/{lo}", "request_steps_per_s") / counter(f"concurrency/{hi}", "request_steps_per_s")
         table.append((f"ratio: time per request-step, N = {hi:,} / N = {lo:,}", ratio, "x", "goal <= 1.5"))
+    for name in (n for n in rows if n.startswith("concurrency_text_log/")):
+        n = int(name.split("/")[1])
+        table.append((f"request-steps/s, N = {n:,} running, text log on", counter(name, "request_steps_per_s"), "", ""))
     pools = sorted(int(n.split("/")[1]) for n in rows if n.startswith("pool/"))
     for b in pools:
         table.append((f"time per step, {b:,} blocks", counter(f"pool/{b}", "s_per_step"), "s", ""))

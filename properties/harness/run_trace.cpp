@@ -1,5 +1,6 @@
 #include "properties/harness/run_trace.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "properties/checkers/checker.h"
@@ -34,8 +35,18 @@ void conclude(Engine& engine, RunResult& result, std::vector<Finding> findings) 
     result.findings = std::move(findings);
 }
 
-// Runs step `step` and judges it; false when the run ends here (a finding).
-bool run_and_check_step(Engine& engine, int step, WorkerAccessChecker& access_checker,
+// Ends the run on `violations` found after step `step`; false when there are none.
+bool conclude_on_violations(Engine& engine, int step, const std::vector<Violation>& violations, RunResult& result) {
+    if (violations.empty()) return false;
+    std::vector<Finding> findings;
+    for (const Violation& v : violations) findings.push_back(violation_finding(v, step));
+    conclude(engine, result, std::move(findings));
+    return true;
+}
+
+// Runs step `step` and judges it (every checker sweeps everything when `full_sweep`); false when
+// the run ends here (a finding).
+bool run_and_check_step(Engine& engine, int step, bool full_sweep, WorkerAccessChecker& access_checker,
                         const std::vector<std::unique_ptr<Checker>>& checkers, RunResult& result) {
     try {
         engine.run_step(step);
@@ -52,21 +63,36 @@ bool run_and_check_step(Engine& engine, int step, WorkerAccessChecker& access_ch
     }
     record_transitions(engine, result);
     std::vector<Violation> violations = access_checker.take_violations();
-    for (const auto& checker : checkers) checker->check(engine, violations);
-    if (violations.empty()) return true;
-    std::vector<Finding> findings;
-    for (const Violation& v : violations) findings.push_back(violation_finding(v, step));
-    conclude(engine, result, std::move(findings));
-    return false;
+    for (const auto& checker : checkers) checker->check_step(engine, violations, full_sweep);
+    return !conclude_on_violations(engine, step, violations, result);
 }
 
-RunResult run_once(const Trace& trace, const Variant& variant) {
+// The full sweep after the last step, when the last step judged only what it touched.
+void sweep_after_last_step(Engine& engine, int last_step, const std::vector<std::unique_ptr<Checker>>& checkers,
+                           RunResult& result) {
+    std::vector<Violation> violations;
+    for (const auto& checker : checkers) checker->check(engine, violations);
+    conclude_on_violations(engine, last_step, violations, result);
+}
+
+void take_log(Engine& engine, bool render_text, RunResult& result) {
+    if (render_text) {
+        result.log = engine.log().text();
+        result.digest = engine.log().digest();
+    }
+    result.events = engine.log().take_events();
+}
+
+RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions& options) {
     RunResult result;
     Engine engine(trace, variant);
     WorkerAccessChecker access_checker(engine.scheduler());
     engine.set_observer(&access_checker);
     const auto checkers = make_core_checkers();
     const int max_steps = trace.run.max_steps;
+    const int period = sweep_period(options, trace.engine.num_blocks);
+    int last_swept = -1;  // the last step judged by a full sweep
+    int last_run = -1;
 
     int step = 0;
     bool finished = false;
@@ -80,29 +106,39 @@ RunResult run_once(const Trace& trace, const Variant& variant) {
             step = std::max(step, engine.next_event_step());  // idle engine: no steps to log
             if (step >= max_steps) break;
         }
-        if (!run_and_check_step(engine, step, access_checker, checkers, result)) {
+        const bool full_sweep = last_swept < 0 || step - last_swept >= period;
+        if (full_sweep) last_swept = step;
+        last_run = step;
+        if (!run_and_check_step(engine, step, full_sweep, access_checker, checkers, result)) {
             ended = true;
             break;
         }
         ++step;
     }
     result.steps = ended ? step + 1 : step;
+    if (!ended && last_run != last_swept) {
+        sweep_after_last_step(engine, last_run, checkers, result);
+        ended = !result.findings.empty();
+    }
     if (!ended && !finished) {
         engine.log().set_step(step);
         if (auto stuck = LivenessChecker().check_at_step_limit(engine, max_steps)) conclude(engine, result, {*stuck});
     }
-    result.log = engine.log().text();
-    result.digest = engine.log().digest();
-    result.events = engine.log().events();
+    take_log(engine, options.text_log || options.check_determinism, result);
     return result;
 }
 
 }  // namespace
 
+int sweep_period(const RunOptions& options, int num_blocks) {
+    if (options.sweep_period > 0) return options.sweep_period;
+    return std::max(1, num_blocks / kBlocksPerSweepStep);
+}
+
 RunResult run_trace(const Trace& trace, const Variant& variant, const RunOptions& options) {
-    RunResult first = run_once(trace, variant);
+    RunResult first = run_once(trace, variant, options);
     if (!options.check_determinism || first.internal_error) return first;
-    const RunResult second = run_once(trace, variant);
+    const RunResult second = run_once(trace, variant, options);
     if (auto differ = DeterminismChecker().compare(first.digest, first.log, second.digest, second.log)) {
         first.verdict = Verdict::nondeterminism;
         first.signature = differ->signature();
