@@ -1,7 +1,7 @@
 // kvsim_fuzz_trace: the trace fuzzer (fuzz/README.md).
 //
 // Input: trace text. It runs under the campaign's variant with every checker on (and the
-// determinism replay, unless KVSIM_FUZZ_DETERMINISM=0); any verdict other than pass, or a kvsim
+// determinism replay on every Nth input: KVSIM_FUZZ_DETERMINISM=N, default 16, 0 = never); any verdict other than pass, or a kvsim
 // internal error, prints
 //   kvsim-finding: verdict=<v> signature=<sig> variant=<V>
 //   kvsim-message: <the run's one-line message>
@@ -32,10 +32,13 @@ namespace {
 
 constexpr std::string_view kVariantFlag = "-kvsim_variant=";
 
+constexpr std::uint64_t kDeterminismEvery = 16;
+
 struct Campaign {
     std::string variant_name;
     kvsim::Variant variant;
-    bool check_determinism = true;
+    std::uint64_t determinism_every = kDeterminismEvery;  // replay every Nth input twice; 0: never
+    std::uint64_t inputs = 0;
 };
 
 Campaign* g_campaign = nullptr;
@@ -94,10 +97,19 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     }
     // fork/jobs mode re-runs this binary with libFuzzer's view of argv: keep the variant in the environment
     setenv("KVSIM_FUZZ_VARIANT", name.c_str(), 1);
-    const char* determinism = std::getenv("KVSIM_FUZZ_DETERMINISM");
-    g_campaign = new Campaign{name, *variant, !(determinism != nullptr && std::strcmp(determinism, "0") == 0)};
-    std::fprintf(stderr, "kvsim_fuzz_trace: variant=%s determinism=%s\n", name.c_str(),
-                 g_campaign->check_determinism ? "on" : "off");
+    std::uint64_t every = kDeterminismEvery;
+    if (const char* determinism = std::getenv("KVSIM_FUZZ_DETERMINISM"); determinism != nullptr && *determinism != '\0') {
+        char* end = nullptr;
+        every = std::strtoull(determinism, &end, 10);
+        if (*end != '\0' || *determinism == '-') {
+            std::fprintf(stderr, "kvsim_fuzz_trace: KVSIM_FUZZ_DETERMINISM='%s' is not a count (N: every Nth input, 0: never)\n",
+                         determinism);
+            std::exit(64);
+        }
+    }
+    g_campaign = new Campaign{name, *variant, every};
+    std::fprintf(stderr, "kvsim_fuzz_trace: variant=%s determinism=%s every=%llu\n", name.c_str(), every > 0 ? "on" : "off",
+                 static_cast<unsigned long long>(every));
     return 0;
 }
 
@@ -112,8 +124,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     if (!kvsim::fuzz::within_budget(trace)) return 0;
     trace.run.variant = g_campaign->variant_name;
+    trace.run.max_steps = kvsim::fuzz::step_budget(trace);
+    const std::uint64_t input = g_campaign->inputs++;
+    const bool replay = g_campaign->determinism_every > 0 && input % g_campaign->determinism_every == 0;
     const kvsim::RunResult result =
-        kvsim::run_trace(trace, g_campaign->variant, kvsim::RunOptions{.check_determinism = g_campaign->check_determinism});
+        kvsim::run_trace(trace, g_campaign->variant, kvsim::RunOptions{.check_determinism = replay, .text_log = false});
     if (result.internal_error) report("internal-error", internal_signature(result.message), result.message);
     if (result.verdict != kvsim::Verdict::pass)
         report(kvsim::to_string(result.verdict), result.signature, result.message);
