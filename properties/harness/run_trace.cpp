@@ -91,7 +91,7 @@ RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions&
     const auto checkers = make_core_checkers();
     const int max_steps = trace.run.max_steps;
     const int period = sweep_period(options, trace.engine.num_blocks);
-    int last_swept = -1;  // the last step judged by a full sweep
+    int last_swept = -1;  // the last step judged by a full sweep (-1: as if before step 0)
     int last_run = -1;
 
     int step = 0;
@@ -106,7 +106,7 @@ RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions&
             step = std::max(step, engine.next_event_step());  // idle engine: no steps to log
             if (step >= max_steps) break;
         }
-        const bool full_sweep = last_swept < 0 || step - last_swept >= period;
+        const bool full_sweep = step - last_swept >= period;
         if (full_sweep) last_swept = step;
         last_run = step;
         if (!run_and_check_step(engine, step, full_sweep, access_checker, checkers, result)) {
