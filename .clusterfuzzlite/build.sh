@@ -8,6 +8,13 @@
 # .clusterfuzzlite/build.sh); otherwise the working directory (the Dockerfile's WORKDIR, where
 # OSS-Fuzz runs $SRC/build.sh); otherwise $SRC/kvsim.
 # scripts/fuzz-smoke runs this script locally (no Docker) with CXX=clang++-14.
+#
+# Two builds, as CMakePresets.json has them: with SANITIZER=address or undefined (project.yaml) the
+# sanitizer build (the `fuzz` preset), kept for a share of the campaign and for replaying findings;
+# with SANITIZER=none the throughput build (the `fuzz-fast` preset: libFuzzer's coverage, no
+# sanitizer). In both, libFuzzer's comparison tracing is left out (-fsanitize=fuzzer-no-link becomes
+# the coverage it implies without trace-cmp), since the .options set use_cmp=0;
+# KVSIM_CMP_TRACING=1 keeps $CXXFLAGS as given.
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 if [[ -n "${KVSIM_SRC:-}" ]]; then
@@ -23,13 +30,19 @@ out=$(cd "$OUT" && pwd)
 targets=(kvsim_fuzz_trace kvsim_fuzz_parser)
 build=$WORK/kvsim-build
 
+cxxflags=$CXXFLAGS
+if [[ "${KVSIM_CMP_TRACING:-0}" != 1 ]]; then
+  cxxflags=${cxxflags//-fsanitize=fuzzer-no-link/-fsanitize-coverage=inline-8bit-counters,indirect-calls,pc-table,stack-depth}
+fi
+
 # No CMAKE_BUILD_TYPE: $CXXFLAGS alone set optimisation, debug info and instrumentation.
 cmake -S "$src" -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE= \
   -DCMAKE_CXX_COMPILER="$CXX" \
-  -DCMAKE_CXX_FLAGS="$CXXFLAGS" \
+  -DCMAKE_CXX_FLAGS="$cxxflags" \
   -DKVSIM_FUZZ=ON \
   -DKVSIM_BUILD_TESTS=OFF \
+  -DKVSIM_BENCH=OFF \
   -DKVSIM_FUZZING_ENGINE="$LIB_FUZZING_ENGINE"
 cmake --build "$build" --target "${targets[@]}"
 

@@ -1,9 +1,9 @@
 // kvsim_fuzz_trace: the trace fuzzer (fuzz/README.md).
 //
 // Input: trace text. It runs under the campaign's variant with every checker on (and the
-// determinism replay, unless KVSIM_FUZZ_DETERMINISM=0). A failing run is classified against the
-// registry of known findings (properties/findings/known_findings.txt): a KNOWN finding is counted
-// and the fuzzing goes on; a NEW one (or a kvsim internal error) prints
+// determinism replay on every Nth input: KVSIM_FUZZ_DETERMINISM=N, default 1, 0 = never). A failing
+// run is classified against the registry of known findings (properties/findings/known_findings.txt):
+// a KNOWN finding is counted and the fuzzing goes on; a NEW one (or a kvsim internal error) prints
 //   kvsim-finding: verdict=<v> signature=<sig> variant=<V>
 //   kvsim-message: <the run's one-line message>
 // to stderr and aborts, so libFuzzer saves the input (trace text) as the crash artifact.
@@ -48,15 +48,34 @@ constexpr std::string_view kVariantFlag = "-kvsim_variant=";
 constexpr std::string_view kAbortOnAnyFlag = "-kvsim_abort_on_any=";
 constexpr std::uint64_t kStatsEvery = 500;
 
+// Every input by default: sampling changes which inputs libFuzzer keeps (the replay's coverage),
+// and scripts/fuzz-smoke's canaries are tuned to the default; a campaign sets N for throughput.
+constexpr std::uint64_t kDeterminismEvery = 1;
+
 struct Campaign {
     std::string variant_name;
     kvsim::Variant variant;
-    bool check_determinism = true;
+    std::uint64_t determinism_every = kDeterminismEvery;  // replay every Nth input twice; 0: never
+    std::uint64_t inputs = 0;
     bool abort_on_any = false;
     std::string stats_path;  // empty: counts only printed at exit
     std::uint64_t executions = 0, passed = 0, ignored = 0;
     std::map<std::string, std::uint64_t> known;  // registry id -> runs
 };
+
+// KVSIM_FUZZ_DETERMINISM=N: replay every Nth input twice (0: never); exits 64 on a value that is not a count.
+std::uint64_t determinism_every() {
+    const char* text = std::getenv("KVSIM_FUZZ_DETERMINISM");
+    if (text == nullptr || *text == '\0') return kDeterminismEvery;
+    char* end = nullptr;
+    const std::uint64_t every = std::strtoull(text, &end, 10);
+    if (*end != '\0' || *text == '-') {
+        std::fprintf(stderr, "kvsim_fuzz_trace: KVSIM_FUZZ_DETERMINISM='%s' is not a count (N: every Nth input, 0: never)\n",
+                     text);
+        std::exit(64);
+    }
+    return every;
+}
 
 Campaign* g_campaign = nullptr;
 
@@ -131,16 +150,15 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     // fork/jobs mode re-runs this binary with libFuzzer's view of argv: keep the variant in the environment
     setenv("KVSIM_FUZZ_VARIANT", name.c_str(), 1);
     setenv("KVSIM_FUZZ_ABORT_ON_ANY", abort_on_any ? "1" : "0", 1);
-    const char* determinism = std::getenv("KVSIM_FUZZ_DETERMINISM");
     g_campaign = new Campaign{.variant_name = name,
                               .variant = *variant,
-                              .check_determinism = !(determinism != nullptr && std::strcmp(determinism, "0") == 0),
+                              .determinism_every = determinism_every(),
                               .abort_on_any = abort_on_any};
     if (const char* stats = std::getenv("KVSIM_FUZZ_STATS"); stats != nullptr && *stats != '\0')
         g_campaign->stats_path = std::string(stats) + "." + std::to_string(::getpid()) + ".json";
     std::atexit(&print_stats_at_exit);
-    std::fprintf(stderr, "kvsim_fuzz_trace: variant=%s determinism=%s known_findings=%s (%zu in the registry)\n",
-                 name.c_str(), g_campaign->check_determinism ? "on" : "off",
+    std::fprintf(stderr, "kvsim_fuzz_trace: variant=%s determinism every=%llu known_findings=%s (%zu in the registry)\n",
+                 name.c_str(), static_cast<unsigned long long>(g_campaign->determinism_every),
                  abort_on_any ? "abort" : "count", kvsim::builtin_registry().entries.size());
     return 0;
 }
@@ -165,8 +183,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;
     }
     trace.run.variant = g_campaign->variant_name;
+    trace.run.max_steps = kvsim::fuzz::step_budget(trace);
+    const std::uint64_t input = g_campaign->inputs++;
+    const bool replay = g_campaign->determinism_every > 0 && input % g_campaign->determinism_every == 0;
     const kvsim::RunResult result =
-        kvsim::run_trace(trace, g_campaign->variant, kvsim::RunOptions{.check_determinism = g_campaign->check_determinism});
+        kvsim::run_trace(trace, g_campaign->variant, kvsim::RunOptions{.check_determinism = replay, .text_log = false});
     if (result.internal_error) report("internal-error", kvsim::internal_error_signature(result.message), result.message);
     if (result.verdict == kvsim::Verdict::pass) {
         ++g_campaign->passed;

@@ -145,4 +145,9 @@ bool within_budget(const Trace& trace, std::string* why = nullptr);
 // The run-length bound normalize() writes into run.max_steps.
 int step_bound(const Trace& trace);
 
+// The steps the trace target runs an input for: its max_steps, but at most twice step_bound, so
+// a raw byte mutation of max_steps (or a seed's roomy limit) does not spend thousands of steps on a
+// hang that step_bound already proves.
+int step_budget(const Trace& trace);
+
 }  // namespace kvsim::fuzz

@@ -517,6 +517,8 @@ int step_bound(const Trace& t) {
     return drain_step_bound(estimate);
 }
 
+int step_budget(const Trace& t) { return std::min(t.run.max_steps, 2 * step_bound(t)); }
+
 bool within_budget(const Trace& t, std::string* why) {
     auto fail = [&](std::string reason) {
         if (why) *why = std::move(reason);

@@ -107,4 +107,51 @@ void BlockPoolChecker::check(const Engine& engine, std::vector<Violation>& out) 
     check_prefix_map(pool, out);
 }
 
+void BlockPoolChecker::check_step(const Engine& engine, std::vector<Violation>& out, bool full_sweep) {
+    const bool wrong = touched_blocks_wrong(engine);  // also when sweeping, so last_held_ follows the run
+    if (full_sweep || wrong) check(engine, out);
+}
+
+bool BlockPoolChecker::count_holders(const Engine& engine) {
+    const KVCacheManager& kvm = engine.scheduler().kv_cache_manager();
+    const std::uint32_t num_blocks = kvm.block_pool().num_blocks();
+    if (holders_.size() != num_blocks) holders_.assign(num_blocks, 0);
+    held_.clear();
+    bool ok = true;
+    auto hold = [&](BlockId id) {
+        if (id >= num_blocks) {
+            ok = false;
+            return;
+        }
+        if (holders_[id]++ == 0) held_.push_back(id);
+    };
+    for (const auto& [req_id, blocks] : kvm.all_request_blocks())
+        for (BlockId id : blocks) {
+            if (id == kNullBlockId) ok = false;
+            else hold(id);
+        }
+    if (const KVConnectorScheduler* connector = engine.connector())
+        for (BlockId id : connector->pinned_blocks()) hold(id);
+    return ok;
+}
+
+bool BlockPoolChecker::touched_blocks_wrong(const Engine& engine) {
+    const BlockPool& pool = engine.scheduler().kv_cache_manager().block_pool();
+    const FreeBlockQueue& queue = pool.free_queue();
+    bool wrong = !count_holders(engine);
+    auto judge = [&](BlockId id) {
+        if (id == kNullBlockId || id >= pool.num_blocks()) return;
+        const KVCacheBlock& block = pool.block(id);
+        if (block.ref_cnt < 0 || block.ref_cnt != holders_[id] || (block.ref_cnt == 0) != queue.contains(id))
+            wrong = true;
+    };
+    for (BlockId id : held_) judge(id);
+    for (BlockId id : last_held_) judge(id);
+    const KVCacheBlock& null_block = pool.block(kNullBlockId);
+    if (!null_block.is_null || queue.contains(kNullBlockId) || null_block.hash) wrong = true;
+    for (BlockId id : held_) holders_[id] = 0;
+    std::swap(last_held_, held_);
+    return wrong;
+}
+
 }  // namespace kvsim

@@ -38,8 +38,15 @@ class Checker {
 public:
     virtual ~Checker() = default;
     virtual std::string_view name() const = 0;
-    // Appends every violation found in the engine's current state.
+    // The full sweep, the reference: appends every violation found in the engine's current state.
     virtual void check(const Engine& engine, std::vector<Violation>& out) const = 0;
+    // After each step. A checker whose sweep grows with the pool may judge only what the step
+    // touched unless `full_sweep`; whenever it reports anything it reports exactly what check()
+    // reports, and whatever check() finds it finds by the next full sweep at the latest.
+    virtual void check_step(const Engine& engine, std::vector<Violation>& out, bool full_sweep) {
+        (void)full_sweep;
+        check(engine, out);
+    }
 };
 
 // The checkers every run uses, in a fixed order.

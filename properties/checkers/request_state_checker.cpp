@@ -2,34 +2,39 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
-#include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "sim/engine/engine.h"
 
 namespace kvsim {
-
 namespace {
 
-// Every queued request exists and has a status its queue allows; returns how many queues hold each id.
-std::map<std::string, int> check_queues(const Scheduler& sched, std::vector<Violation>& out) {
-    std::map<std::string, int> placements;
+// Every queue entry names a live request with a status that queue allows; every live request
+// sits in exactly one queue, a finished one in none; computed tokens have their tokens and blocks.
+void check_queues(const Engine& engine, std::vector<Violation>& out) {
+    const Scheduler& sched = engine.scheduler();
+    const KVCacheManager& kvm = sched.kv_cache_manager();
+    std::unordered_map<std::string_view, int> placements;  // counts only: its order reaches no output
+    placements.reserve(sched.requests().size());
     auto place = [&](const auto& ids, std::string_view where, auto status_ok) {
         for (const auto& id : ids) {
             ++placements[id];
             const auto* slot = sched.requests().find(id);
             if (slot == nullptr) {
                 out.push_back({.invariant = "queued_request_gone",
-                               .request = id,
-                               .blocks = {},
-                               .detail = fmt::format("{} lists a request that no longer exists", where)});
+                              .request = id,
+                              .blocks = {},
+                              .detail = fmt::format("{} lists a request that no longer exists", where)});
                 continue;
             }
             if (!status_ok((*slot)->status))
                 out.push_back({.invariant = "queue_status_mismatch",
-                               .request = id,
-                               .blocks = {},
-                               .detail = fmt::format("in {} with status {}", where, to_string((*slot)->status))});
+                              .request = id,
+                              .blocks = {},
+                              .detail = fmt::format("in {} with status {}", where, to_string((*slot)->status))});
         }
     };
     place(sched.running(), "running", [](RequestStatus s) { return s == RequestStatus::running; });
@@ -38,86 +43,111 @@ std::map<std::string, int> check_queues(const Scheduler& sched, std::vector<Viol
     };
     place(sched.waiting(), "waiting", waiting_ok);
     place(sched.skipped_waiting(), "skipped_waiting", waiting_ok);
-    return placements;
-}
 
-// Each live request sits in exactly one queue (none once finished) and holds blocks for its computed tokens.
-void check_requests(const Scheduler& sched, const std::map<std::string, int>& placements,
-                    std::vector<Violation>& out) {
-    const KVCacheManager& kvm = sched.kv_cache_manager();
+    const auto& tables = kvm.all_request_blocks();
     for (const auto& [id, req] : sched.requests()) {
-        const int count = placements.contains(id) ? placements.at(id) : 0;
+        const auto placed = placements.find(id);
+        const int count = placed == placements.end() ? 0 : placed->second;
         if (is_finished(req->status)) {
-            if (count != 0)
-                out.push_back({.invariant = "finished_request_queued",
-                               .request = id,
-                               .blocks = {},
-                               .detail = "a finished request is still queued"});
+            if (count != 0) out.push_back({.invariant = "finished_request_queued",
+                                          .request = id,
+                                          .blocks = {},
+                                          .detail = "a finished request is still queued"});
         } else if (count != 1) {
             out.push_back({.invariant = "request_placement",
-                           .request = id,
-                           .blocks = {},
-                           .detail = fmt::format("in {} queues, expected exactly 1", count)});
+                          .request = id,
+                          .blocks = {},
+                          .detail = fmt::format("in {} queues, expected exactly 1", count)});
         }
         if (req->num_computed_tokens > req->num_tokens())
             out.push_back({.invariant = "computed_beyond_tokens",
-                           .request = id,
-                           .blocks = {},
-                           .detail = fmt::format("num_computed_tokens {} > num_tokens {}", req->num_computed_tokens,
-                                                 req->num_tokens())});
+                          .request = id,
+                          .blocks = {},
+                          .detail = fmt::format("num_computed_tokens {} > num_tokens {}", req->num_computed_tokens, req->num_tokens())});
         if (req->status == RequestStatus::running) {
-            const auto held = kvm.get_block_ids(id).size();
-            const auto needed =
-                static_cast<std::size_t>((req->num_computed_tokens + kvm.block_size() - 1) / kvm.block_size());
+            const auto table = tables.find(id);
+            const auto held = table == tables.end() ? std::size_t{0} : table->second.size();
+            const auto needed = static_cast<std::size_t>((req->num_computed_tokens + kvm.block_size() - 1) / kvm.block_size());
             if (held < needed)
                 out.push_back({.invariant = "computed_without_blocks",
-                               .request = id,
-                               .blocks = {},
-                               .detail = fmt::format("{} computed tokens need {} blocks, holds {}",
-                                                     req->num_computed_tokens, needed, held)});
+                              .request = id,
+                              .blocks = {},
+                              .detail = fmt::format("{} computed tokens need {} blocks, holds {}", req->num_computed_tokens, needed, held)});
         }
     }
 }
 
-// Block tables belong to live requests, hold no free block, and share only prefix-cache blocks.
-void check_block_tables(const Scheduler& sched, std::vector<Violation>& out) {
-    const KVCacheManager& kvm = sched.kv_cache_manager();
-    const BlockPool& pool = kvm.block_pool();
+void report_shared_unhashed(const BlockPool& pool, BlockId block, const std::string& first_owner, std::size_t owners,
+                            std::vector<Violation>& out) {
+    if (owners > 1 && block != kNullBlockId && !pool.block(block).hash)
+        out.push_back({.invariant = "block_shared_unhashed",
+                      .request = first_owner,
+                      .blocks = {block},
+                      .detail = fmt::format("block {} is in {} tables but is not a prefix-cache block", block, owners)});
+}
+
+}  // namespace
+
+void RequestStateChecker::check(const Engine& engine, std::vector<Violation>& out) const {
+    check_queues(engine, out);
+    const Scheduler& sched = engine.scheduler();
+    const BlockPool& pool = sched.kv_cache_manager().block_pool();
     std::map<BlockId, std::vector<std::string>> owners;
-    for (const auto& [id, blocks] : kvm.all_request_blocks()) {
+    for (const auto& [id, blocks] : sched.kv_cache_manager().all_request_blocks()) {
         if (!sched.requests().contains(id)) {
             out.push_back({.invariant = "blocks_of_dead_request",
-                           .request = id,
-                           .blocks = blocks,
-                           .detail = "a block table outlived its request (leak)"});
+                          .request = id,
+                          .blocks = blocks,
+                          .detail = "a block table outlived its request (leak)"});
             continue;
         }
         for (BlockId b : blocks) {
             owners[b].push_back(id);
             if (pool.free_queue().contains(b))
                 out.push_back({.invariant = "live_block_in_free_queue",
-                               .request = id,
-                               .blocks = {b},
-                               .detail = fmt::format("block {} is held and free at once", b)});
+                              .request = id,
+                              .blocks = {b},
+                              .detail = fmt::format("block {} is held and free at once", b)});
         }
     }
-    for (const auto& [block, ids] : owners) {
-        if (ids.size() > 1 && block != kNullBlockId && !pool.block(block).hash)
-            out.push_back({.invariant = "block_shared_unhashed",
-                           .request = ids.front(),
-                           .blocks = {block},
-                           .detail = fmt::format("block {} is in {} tables but is not a prefix-cache block", block,
-                                                 ids.size())});
-    }
+    for (const auto& [block, ids] : owners) report_shared_unhashed(pool, block, ids.front(), ids.size(), out);
 }
 
-}  // namespace
-
-void RequestStateChecker::check(const Engine& engine, std::vector<Violation>& out) const {
+void RequestStateChecker::check_step(const Engine& engine, std::vector<Violation>& out, bool /*full_sweep*/) {
+    check_queues(engine, out);
     const Scheduler& sched = engine.scheduler();
-    const std::map<std::string, int> placements = check_queues(sched, out);
-    check_requests(sched, placements, out);
-    check_block_tables(sched, out);
+    const BlockPool& pool = sched.kv_cache_manager().block_pool();
+    if (owner_count_.size() != pool.num_blocks()) {
+        owner_count_.assign(pool.num_blocks(), 0);
+        first_owner_.assign(pool.num_blocks(), nullptr);
+    }
+    owned_.clear();
+    shared_.clear();
+    for (const auto& [id, blocks] : sched.kv_cache_manager().all_request_blocks()) {
+        if (!sched.requests().contains(id)) {
+            out.push_back({.invariant = "blocks_of_dead_request",
+                          .request = id,
+                          .blocks = blocks,
+                          .detail = "a block table outlived its request (leak)"});
+            continue;
+        }
+        for (BlockId b : blocks) {
+            const bool free = pool.free_queue().contains(b);  // first: it rejects a block outside the pool
+            const std::uint32_t count = ++owner_count_[b];
+            if (count == 1) {
+                first_owner_[b] = &id;
+                owned_.push_back(b);
+            }
+            if (count == 2) shared_.push_back(b);
+            if (free) out.push_back({.invariant = "live_block_in_free_queue",
+                                    .request = id,
+                                    .blocks = {b},
+                                    .detail = fmt::format("block {} is held and free at once", b)});
+        }
+    }
+    std::sort(shared_.begin(), shared_.end());
+    for (BlockId b : shared_) report_shared_unhashed(pool, b, *first_owner_[b], owner_count_[b], out);
+    for (BlockId b : owned_) owner_count_[b] = 0;
 }
 
 }  // namespace kvsim

@@ -1,5 +1,6 @@
 #include "properties/harness/run_trace.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "properties/checkers/checker.h"
@@ -34,8 +35,18 @@ void conclude(Engine& engine, RunResult& result, std::vector<Finding> findings) 
     result.findings = std::move(findings);
 }
 
-// Runs step `step` and judges it; false when the run ends here (a finding).
-bool run_and_check_step(Engine& engine, int step, WorkerAccessChecker& access_checker,
+// Ends the run on `violations` found after step `step`; false when there are none.
+bool conclude_on_violations(Engine& engine, int step, const std::vector<Violation>& violations, RunResult& result) {
+    if (violations.empty()) return false;
+    std::vector<Finding> findings;
+    for (const Violation& v : violations) findings.push_back(violation_finding(v, step));
+    conclude(engine, result, std::move(findings));
+    return true;
+}
+
+// Runs step `step` and judges it (every checker sweeps everything when `full_sweep`); false when
+// the run ends here (a finding).
+bool run_and_check_step(Engine& engine, int step, bool full_sweep, WorkerAccessChecker& access_checker,
                         const std::vector<std::unique_ptr<Checker>>& checkers, RunResult& result) {
     try {
         engine.run_step(step);
@@ -55,23 +66,38 @@ bool run_and_check_step(Engine& engine, int step, WorkerAccessChecker& access_ch
     }
     record_transitions(engine, result);
     std::vector<Violation> violations = access_checker.take_violations();
-    for (const auto& checker : checkers) checker->check(engine, violations);
-    if (violations.empty()) return true;
-    std::vector<Finding> findings;
-    for (const Violation& v : violations) findings.push_back(violation_finding(v, step));
-    conclude(engine, result, std::move(findings));
-    return false;
+    for (const auto& checker : checkers) checker->check_step(engine, violations, full_sweep);
+    return !conclude_on_violations(engine, step, violations, result);
 }
 
-RunResult run_once(const Trace& trace, const Variant& variant, bool record_timeline) {
+// The full sweep after the last step, when the last step judged only what it touched.
+void sweep_after_last_step(Engine& engine, int last_step, const std::vector<std::unique_ptr<Checker>>& checkers,
+                           RunResult& result) {
+    std::vector<Violation> violations;
+    for (const auto& checker : checkers) checker->check(engine, violations);
+    conclude_on_violations(engine, last_step, violations, result);
+}
+
+void take_log(Engine& engine, bool render_text, RunResult& result) {
+    if (render_text) {
+        result.log = engine.log().text();
+        result.digest = engine.log().digest();
+    }
+    result.events = engine.log().take_events();
+}
+
+RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions& options) {
     RunResult result;
     Engine engine(trace, variant);
     WorkerAccessChecker access_checker(engine.scheduler());
     engine.set_observer(&access_checker);
     const auto checkers = make_core_checkers();
     std::optional<TimelineRecorder> recorder;
-    if (record_timeline) recorder.emplace(engine);
+    if (options.record_timeline) recorder.emplace(engine);
     const int max_steps = trace.run.max_steps;
+    const int period = sweep_period(options, trace.engine.num_blocks);
+    int last_swept = -1;  // the last step judged by a full sweep (-1: as if before step 0)
+    int last_run = -1;
 
     int step = 0;
     bool finished = false;
@@ -85,7 +111,10 @@ RunResult run_once(const Trace& trace, const Variant& variant, bool record_timel
             step = std::max(step, engine.next_event_step());  // idle engine: no steps to log
             if (step >= max_steps) break;
         }
-        const bool go_on = run_and_check_step(engine, step, access_checker, checkers, result);
+        const bool full_sweep = step - last_swept >= period;
+        if (full_sweep) last_swept = step;
+        last_run = step;
+        const bool go_on = run_and_check_step(engine, step, full_sweep, access_checker, checkers, result);
         if (recorder) recorder->record(step);
         if (!go_on) {
             ended = true;
@@ -94,23 +123,32 @@ RunResult run_once(const Trace& trace, const Variant& variant, bool record_timel
         ++step;
     }
     result.steps = ended ? step + 1 : step;
+    if (!ended && last_run != last_swept) {
+        sweep_after_last_step(engine, last_run, checkers, result);
+        ended = !result.findings.empty();
+    }
     if (!ended && !finished) {
         engine.log().set_step(step);
         if (auto stuck = LivenessChecker().check_at_step_limit(engine, max_steps)) conclude(engine, result, {*stuck});
     }
-    result.log = engine.log().text();
-    result.digest = engine.log().digest();
-    result.events = engine.log().events();
+    take_log(engine, options.text_log || options.check_determinism, result);
     if (recorder) result.timeline = recorder->finish(result.events);
     return result;
 }
 
 }  // namespace
 
+int sweep_period(const RunOptions& options, int num_blocks) {
+    if (options.sweep_period > 0) return options.sweep_period;
+    return std::max(1, num_blocks / kBlocksPerSweepStep);
+}
+
 RunResult run_trace(const Trace& trace, const Variant& variant, const RunOptions& options) {
-    RunResult first = run_once(trace, variant, options.record_timeline);
+    RunResult first = run_once(trace, variant, options);
     if (!options.check_determinism || first.internal_error) return first;
-    const RunResult second = run_once(trace, variant, false);
+    RunOptions replay = options;
+    replay.record_timeline = false;
+    const RunResult second = run_once(trace, variant, replay);
     if (auto differ = DeterminismChecker().compare(first.digest, first.log, second.digest, second.log)) {
         first.verdict = Verdict::nondeterminism;
         first.signature = differ->signature();

@@ -37,7 +37,18 @@ struct RunResult {
 struct RunOptions {
     bool check_determinism = false;  // replay and compare digests
     bool record_timeline = false;    // keep the step-by-step timeline (the views of a run)
+    // false: RunResult::log stays empty and digest 0 (nobody formats the text; `events` are kept),
+    // unless check_determinism needs them.
+    bool text_log = true;
+    // Checkers that judge only what a step touched (Checker::check_step) also sweep everything
+    // every `sweep_period` steps and after the last step. 0: by pool size (1 up to
+    // kBlocksPerSweepStep blocks, so small pools are swept every step).
+    int sweep_period = 0;
 };
+
+inline constexpr int kBlocksPerSweepStep = 1024;
+// The sweep period `options` gives for a pool of `num_blocks` blocks.
+int sweep_period(const RunOptions& options, int num_blocks);
 
 RunResult run_trace(const Trace& trace, const Variant& variant, const RunOptions& options = {});
 

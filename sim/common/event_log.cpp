@@ -149,10 +149,34 @@ EventBuilder& EventBuilder::add(std::string_view key, FieldKind kind, FieldValue
 
 void EventLog::append(LogEvent event) {
     event.step = step_;
-    const std::string line = render_line(event);
-    digest_ = fnv1a(line, digest_);
-    text_ += line;
     events_.push_back(std::move(event));
+}
+
+void EventLog::render_pending() const {
+    for (; rendered_ < events_.size(); ++rendered_) {
+        const std::string line = render_line(events_[rendered_]);
+        digest_ = fnv1a(line, digest_);
+        text_ += line;
+    }
+}
+
+const std::string& EventLog::text() const {
+    render_pending();
+    return text_;
+}
+
+std::uint64_t EventLog::digest() const {
+    render_pending();
+    return digest_;
+}
+
+std::vector<LogEvent> EventLog::take_events() {
+    std::vector<LogEvent> taken = std::move(events_);
+    events_.clear();
+    text_.clear();
+    digest_ = kDigestSeed;
+    rendered_ = 0;
+    return taken;
 }
 
 }  // namespace kvsim

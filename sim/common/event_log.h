@@ -143,14 +143,22 @@ public:
     void append(LogEvent event);
 
     const std::vector<LogEvent>& events() const { return events_; }
-    const std::string& text() const { return text_; }
-    std::uint64_t digest() const { return digest_; }
+    // The events, moved out; the log is empty afterwards (text and digest included).
+    std::vector<LogEvent> take_events();
+    // The text and its digest (FNV-1a over the text's bytes) are rendered when first read, from the
+    // events appended since: a run nobody reads the text of never formats it.
+    const std::string& text() const;
+    std::uint64_t digest() const;
     std::uint64_t lines() const { return static_cast<std::uint64_t>(events_.size()); }
 
 private:
+    void render_pending() const;
+
+    static constexpr std::uint64_t kDigestSeed = 0xcbf29ce484222325ULL;
     std::vector<LogEvent> events_;
-    std::string text_;
-    std::uint64_t digest_ = 0xcbf29ce484222325ULL;
+    mutable std::string text_;
+    mutable std::uint64_t digest_ = kDigestSeed;
+    mutable std::size_t rendered_ = 0;  // events_[0, rendered_) are in text_ and digest_
     int step_ = 0;
 };
 
