@@ -151,3 +151,24 @@ TEST_CASE("registry: parse errors name file:line and the field", "[registry]") {
     CHECK(parse_error(kEntry) == "no error");  // a fix patch need not resolve (yet)
     CHECK_THROWS_AS(load_registry("/nonexistent/registry.txt"), InputError);
 }
+
+TEST_CASE("registry: every fix patch resolves and removes its finding from each witness", "[registry][patch]") {
+    int checked = 0;
+    for (const KnownEntry& entry : builtin_registry().entries) {
+        if (entry.fix_patch.empty()) continue;
+        for (const Witness& w : entry.witnesses) {
+            const std::string patched = w.variant + entry.fix_patch;
+            INFO(entry.id << ": " << w.trace << " under " << patched);
+            std::string error;
+            const auto variant = resolve_variant(patched, &error);
+            REQUIRE(variant);
+            const Trace trace = parse_trace_file(kRepo + "/" + w.trace);
+            const RunResult without = run_trace(trace, require_variant(w.variant));
+            const RunResult with = run_trace(trace, *variant);
+            CHECK(without.verdict != Verdict::pass);
+            CHECK(with.signature != without.signature);
+            ++checked;
+        }
+    }
+    CHECK(checked >= 10);
+}
