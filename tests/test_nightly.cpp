@@ -4,6 +4,8 @@
 // kvsim triages, minimises, measures coverage and writes the report.
 #include <catch2/catch.hpp>
 
+#include "planted_traces.h"
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -54,16 +56,7 @@ store prefix=prompt
 @1 arrive r1 prompt=prompt max_tokens=4 remote_prefill=on
 )";
 
-// A liveness finding under any variant: the store lookup of r1 stays pending past max_steps.
-const std::string kLiveness = R"(kvsim-trace 1
-engine block_size=16 num_blocks=64
-run seed=1 max_steps=60
-connector store role=kv_both lookup_async=on
-segment p len=40
-store prefix=p
-@0 arrive r1 prompt=p max_tokens=3
-@0 fault lookup_pending request=r1 steps=5000
-)";
+const std::string& kLiveness = kvsim::testing::kPendingLookupLiveness;
 
 struct Campaign {
     fs::path dir;

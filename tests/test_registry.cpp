@@ -2,6 +2,8 @@
 // corpus, its parse errors, and that a new cause behind a known signature is NEW.
 #include <catch2/catch.hpp>
 
+#include "planted_traces.h"
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -49,16 +51,7 @@ const std::string kEntry =
     "  fix +a_patch_that_does_not_exist_yet\n"      // 7
     "  why a test\n";                                // 8
 
-// A liveness finding no registry entry explains: r1's store lookup stays pending past max_steps.
-const std::string kPendingLookup = R"(kvsim-trace 1
-engine block_size=16 num_blocks=64
-run seed=1 max_steps=60
-connector store role=kv_both lookup_async=on
-segment p len=40
-store prefix=p
-@0 arrive r1 prompt=p max_tokens=3
-@0 fault lookup_pending request=r1 steps=5000
-)";
+const std::string& kPendingLookup = kvsim::testing::kPendingLookupLiveness;
 
 }  // namespace
 

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include "planted_traces.h"
+
 #include "padded_seed000.h"
 
 #include <algorithm>
@@ -45,16 +47,7 @@ const std::string kUnrelatedRegistry =
     "finding other\n class upstream\n variants *\n signature crash:recving_not_finished\n upstream not_reported\n"
     " witness corpus/x.trace v0.30.0\n fix +nothing\n why a test\n";
 
-// A liveness finding no registry entry explains: r1's store lookup stays pending past max_steps.
-const std::string kPendingLookup = R"(kvsim-trace 1
-engine block_size=16 num_blocks=64
-run seed=1 max_steps=60
-connector store role=kv_both lookup_async=on
-segment p len=40
-store prefix=p
-@0 arrive r1 prompt=p max_tokens=3
-@0 fault lookup_pending request=r1 steps=500
-)";
+const std::string& kPendingLookup = kvsim::testing::kPendingLookupLiveness;
 
 struct Sandbox {
     fs::path dir;

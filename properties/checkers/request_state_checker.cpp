@@ -86,6 +86,17 @@ void report_shared_unhashed(const BlockPool& pool, BlockId block, const std::str
                       .detail = fmt::format("block {} is in {} tables but is not a prefix-cache block", block, owners)});
 }
 
+// A block table whose request is gone (a leak); true when it reported one.
+bool report_dead_table(const Scheduler& sched, const std::string& id, const std::vector<BlockId>& blocks,
+                       std::vector<Violation>& out) {
+    if (sched.requests().contains(id)) return false;
+    out.push_back({.invariant = "blocks_of_dead_request",
+                   .request = id,
+                   .blocks = blocks,
+                   .detail = "a block table outlived its request (leak)"});
+    return true;
+}
+
 }  // namespace
 
 void RequestStateChecker::check(const Engine& engine, std::vector<Violation>& out) const {
@@ -94,13 +105,7 @@ void RequestStateChecker::check(const Engine& engine, std::vector<Violation>& ou
     const BlockPool& pool = sched.kv_cache_manager().block_pool();
     std::map<BlockId, std::vector<std::string>> owners;
     for (const auto& [id, blocks] : sched.kv_cache_manager().all_request_blocks()) {
-        if (!sched.requests().contains(id)) {
-            out.push_back({.invariant = "blocks_of_dead_request",
-                          .request = id,
-                          .blocks = blocks,
-                          .detail = "a block table outlived its request (leak)"});
-            continue;
-        }
+        if (report_dead_table(sched, id, blocks, out)) continue;
         for (BlockId b : blocks) {
             owners[b].push_back(id);
             if (pool.free_queue().contains(b))
@@ -124,13 +129,7 @@ void RequestStateChecker::check_step(const Engine& engine, std::vector<Violation
     owned_.clear();
     shared_.clear();
     for (const auto& [id, blocks] : sched.kv_cache_manager().all_request_blocks()) {
-        if (!sched.requests().contains(id)) {
-            out.push_back({.invariant = "blocks_of_dead_request",
-                          .request = id,
-                          .blocks = blocks,
-                          .detail = "a block table outlived its request (leak)"});
-            continue;
-        }
+        if (report_dead_table(sched, id, blocks, out)) continue;
         for (BlockId b : blocks) {
             const bool free = pool.free_queue().contains(b);  // first: it rejects a block outside the pool
             const std::uint32_t count = ++owner_count_[b];
