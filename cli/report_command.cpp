@@ -1,4 +1,4 @@
-// kvsim report: the nightly campaign's report.json and report.md from its run directory
+// kvsim report: the nightly campaign's report.json, report.md and index.html from its run directory
 // (fuzz/campaign/report.h does the work); exits with the campaign's status.
 #include <fmt/format.h>
 
@@ -15,6 +15,7 @@ namespace kvsim::cli {
 
 struct ReportOptions {
     std::string run_dir;
+    std::string copy_to;  // non-empty: the same report written there too, its links relative to it
 };
 
 namespace {
@@ -41,14 +42,23 @@ void print_summary(const nlohmann::ordered_json& r) {
     std::cout << fmt::format("report: status {} (exit {})\n", r["status"].get<std::string>(), r["exit_code"].dump());
 }
 
+// report.json, report.md and index.html into `dir`, the pages' links relative to it.
+bool write_report(const CampaignReport& report, const std::filesystem::path& dir, const std::filesystem::path& run_dir) {
+    const bool here = dir == run_dir;
+    return write(dir / "report.json", report.json.dump(2) + "\n") &&
+           write(dir / "report.md", here ? report.markdown : render_report_markdown(report.json, dir)) &&
+           write(dir / "index.html", here ? report.html : render_report_html(report.json, dir));
+}
+
 }  // namespace
 
 int run_report(const ReportOptions& options) {
     const std::filesystem::path dir = options.run_dir;
     try {
         const CampaignReport report = build_campaign_report(dir);
-        if (!write(dir / "report.json", report.json.dump(2) + "\n") || !write(dir / "report.md", report.markdown)) {
-            std::cerr << "kvsim: report: cannot write into " << dir.string() << "\n";
+        for (const std::string& into : {options.run_dir, options.copy_to}) {
+            if (into.empty() || write_report(report, into, dir)) continue;
+            std::cerr << "kvsim: report: cannot write into " << into << "\n";
             return exit_code::kUsage;
         }
         print_summary(report.json);
@@ -62,9 +72,12 @@ int run_report(const ReportOptions& options) {
 Command add_report_command(CLI::App& app) {
     auto opts = std::make_shared<ReportOptions>();
     CLI::App* cmd = app.add_subcommand(
-        "report", "Write a nightly campaign's report.json and report.md from its run directory; exit with its status");
+        "report", "Write a nightly campaign's report.json, report.md and index.html (a self-contained page linking "
+                  "each finding's trace, HTML page and explain text) from its run directory; exit with its status");
     cmd->add_option("run_dir", opts->run_dir, "The campaign's run directory (campaign.txt, stats/, triage-*.jsonl)")
         ->required();
+    cmd->add_option("--copy-to", opts->copy_to,
+                    "Also write the three files into DIR, with the pages' links relative to DIR");
     return [opts] { return run_report(*opts); };
 }
 

@@ -113,6 +113,28 @@ double rounded(double x) { return static_cast<double>(static_cast<long long>(x *
 namespace kvsim {
 namespace {
 
+// A triage line's files (relative to its dir), each kept only when it is there.
+Json files_of(const Json& line) {
+    const fs::path dir = line.value("dir", "");
+    const Json files = line.value("files", Json::object());
+    Json out = Json::object();
+    for (const char* which : {"trace", "page", "explain"}) {
+        const Json name = files.value(which, Json(nullptr));
+        out[which] = name.is_string() && fs::is_regular_file(dir / name.get<std::string>()) ? name : Json(nullptr);
+    }
+    return out;
+}
+
+// The lifecycle graph of a variant's corpus that scripts/nightly left in the run directory.
+Json lifecycle_graph_of(const fs::path& run_dir, const std::string& variant) {
+    Json out = Json::object();
+    for (const char* ext : {"dot", "svg"}) {
+        const fs::path file = fs::absolute(run_dir / fmt::format("lifecycle-{}.{}", variant, ext));
+        out[ext] = fs::is_regular_file(file) ? Json(file.string()) : Json(nullptr);
+    }
+    return out;
+}
+
 // The findings of one triage summary file, one per cause directory, in order of first appearance.
 Json findings_of(const fs::path& summary) {
     Json out = Json::array();
@@ -127,7 +149,7 @@ Json findings_of(const fs::path& summary) {
             out.push_back({{"status", t.value("status", "new")}, {"signature", t.value("signature", "")},
                            {"known_id", t.value("known_id", "")}, {"cause", t.value("cause", "")},
                            {"verdict", t.value("verdict", "")}, {"dir", dir}, {"artifacts", 0},
-                           {"first_seen_this_run", false}, {"repro", t.value("repro", "")},
+                           {"first_seen_this_run", false}, {"files", files_of(t)}, {"repro", t.value("repro", "")},
                            {"message", t.value("message", "")}});
         }
         Json& f = out[at[dir]];
@@ -180,7 +202,7 @@ Json variant_json(const fs::path& run_dir, const std::map<std::string, std::stri
                     {"crash_artifacts", number(v, "crash_artifacts")},
                     {"findings_new", count("new")}, {"findings_known", count("known")},
                     {"findings_unreproduced", count("unreproduced")}, {"findings", findings},
-                    {"coverage", coverage_of(v)}});
+                    {"coverage", coverage_of(v)}, {"lifecycle_graph", lifecycle_graph_of(run_dir, name)}});
     return out;
 }
 
@@ -219,7 +241,7 @@ CampaignReport build_campaign_report(const fs::path& run_dir) {
                    {"status", status}, {"exit_code", code}, {"run_dir", fs::absolute(run_dir).string()},
                    {"broken_variants", split_list(text(f.scalar, "broken"))}, {"canary", canary}, {"variants", variants},
                    {"findings_new", fresh}, {"findings_known", known}};
-    return CampaignReport{report, render_report_markdown(report), code};
+    return CampaignReport{report, render_report_markdown(report, run_dir), render_report_html(report, run_dir), code};
 }
 
 }  // namespace kvsim

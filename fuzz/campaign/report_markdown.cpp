@@ -4,11 +4,9 @@
 #include "fuzz/campaign/report.h"
 
 namespace kvsim {
-namespace {
-
 using Json = nlohmann::ordered_json;
 
-std::string status_line(const Json& r) {
+std::string report_status_line(const Json& r) {
     const std::string s = r["status"];
     if (s == "clean") return "OK: no new finding on a variant expected clean";
     if (s == "new_findings") return "FAIL: NEW finding(s) on a variant expected clean";
@@ -18,6 +16,8 @@ std::string status_line(const Json& r) {
     if (s == "interrupted") return "INTERRUPTED (partial results)";
     return "FAIL: build failed";
 }
+
+namespace {
 
 std::string num(const Json& j) {
     if (j.is_number_integer()) return std::to_string(j.get<long long>());
@@ -43,7 +43,18 @@ std::string variants_table(const Json& r) {
     return out;
 }
 
-std::string findings_section(const Json& r) {
+// "[trace](..) · [page](..) · [explain](..)": the finding's files that exist.
+std::string finding_links(const Json& f, const std::filesystem::path& page_dir) {
+    std::string out;
+    for (const char* which : {"trace", "page", "explain"}) {
+        const std::filesystem::path file = finding_file(f, which);
+        if (file.empty()) continue;
+        out += fmt::format("{}[{}]({})", out.empty() ? "" : " · ", which, relative_link(file, page_dir));
+    }
+    return out.empty() ? fmt::format("`{}`", f["dir"].get<std::string>()) : out;
+}
+
+std::string findings_section(const Json& r, const std::filesystem::path& page_dir) {
     std::string out = "## Findings\n";
     bool any = false;
     for (const Json& v : r["variants"]) {
@@ -53,25 +64,28 @@ std::string findings_section(const Json& r) {
         for (const Json& f : v["findings"]) {
             const std::string status = f["status"];
             const std::string label = status == "new" ? "**NEW**" : status == "known" ? "known" : "unreproduced";
-            out += fmt::format("- {} `{}`{} ({}; {} artifact(s){})\n  - repro: `{}`\n  - finding: `{}`\n", label,
+            out += fmt::format("- {} `{}`{} ({}; {} artifact(s){})\n  - repro: `{}`\n  - finding: {}\n", label,
                                f["signature"].get<std::string>(),
                                f["known_id"].get<std::string>().empty() ? "" : " = " + f["known_id"].get<std::string>(),
                                f["verdict"].get<std::string>(), num(f["artifacts"]),
                                f["first_seen_this_run"].get<bool>() ? ", first seen in this run" : ", seen before",
-                               f["repro"].get<std::string>(), f["dir"].get<std::string>());
+                               f["repro"].get<std::string>(), finding_links(f, page_dir));
         }
     }
     return out + (any ? "" : "None in this run.\n");
 }
 
-std::string coverage_section(const Json& r) {
+std::string coverage_section(const Json& r, const std::filesystem::path& page_dir) {
     std::string out = "## Lifecycle coverage\n";
     for (const Json& v : r["variants"]) {
+        const std::string name = v["variant"];
+        if (const Json& svg = v["lifecycle_graph"]["svg"]; svg.is_string())
+            out += fmt::format("- {}: the graph [lifecycle-{}.svg]({})\n", name, name,
+                               relative_link(svg.get<std::string>(), page_dir));
         const Json& c = v["coverage"];
         if (c.is_null()) continue;
-        out += fmt::format("- {}: {} of {} modelled edges over {} traces ({} rejected)\n",
-                           v["variant"].get<std::string>(), num(c["edges_exercised"]), num(c["edges_modelled"]),
-                           num(c["traces_run"]), num(c["rejected"]));
+        out += fmt::format("- {}: {} of {} modelled edges over {} traces ({} rejected)\n", name,
+                           num(c["edges_exercised"]), num(c["edges_modelled"]), num(c["traces_run"]), num(c["rejected"]));
         for (const Json& e : c["edges"])
             if (e.value("modelled", false))
                 out += fmt::format("  | {} | {} | {} |\n", e["key"].get<std::string>(), e["name"].get<std::string>(),
@@ -82,9 +96,9 @@ std::string coverage_section(const Json& r) {
 
 }  // namespace
 
-std::string render_report_markdown(const Json& r) {
+std::string render_report_markdown(const Json& r, const std::filesystem::path& page_dir) {
     std::string out = fmt::format("# kvsim nightly campaign {}\n\n**{}** (exit {})\n\n", r["run_id"].get<std::string>(),
-                                  status_line(r), num(r["exit_code"]));
+                                  report_status_line(r), num(r["exit_code"]));
     out += fmt::format("- started {}, {} s wall; budget {} min, {} job(s); commit {}\n", r["started"].get<std::string>(),
                        num(r["wall_seconds"]), num(r["minutes"]), num(r["jobs"]), r["commit"].get<std::string>());
     out += fmt::format("- findings: {} new, {} known; artifacts and logs: `{}`\n\n", num(r["findings_new"]),
@@ -95,7 +109,7 @@ std::string render_report_markdown(const Json& r) {
                        num(c["runs"]), c["signature"].get<std::string>());
     out += "## Variants\nexec/s (campaign) = executions of every job / wall time; per job = that / jobs; single "
            "process = the same fuzz binary alone on the same corpus; ratio = per job / single process.\n\n";
-    out += variants_table(r) + "\n" + findings_section(r) + "\n" + coverage_section(r);
+    out += variants_table(r) + "\n" + findings_section(r, page_dir) + "\n" + coverage_section(r, page_dir);
     return out;
 }
 

@@ -9,6 +9,8 @@
 
 #include "fuzz/minimize/minimize_finding.h"
 #include "properties/findings/classify.h"
+#include "properties/harness/causal_slice.h"
+#include "properties/harness/run_views.h"
 #include "properties/harness/verdict_line.h"
 #include "sim/common/stable_hash.h"
 #include "sim/trace/input_error.h"
@@ -47,6 +49,18 @@ std::string artifact_kind(const fs::path& path) {
     const std::string name = path.filename().string();
     const auto dash = name.find('-');
     return dash == std::string::npos ? std::string("input") : name.substr(0, dash);
+}
+
+// The reader's files `dir` holds.
+FindingFiles files_in(const fs::path& dir) {
+    const auto present = [&](const char* name) { return fs::is_regular_file(dir / name) ? std::string(name) : ""; };
+    return FindingFiles{.trace = present(kFindingTraceFile), .page = present(kFindingPageFile),
+                        .explain = present(kFindingExplainFile)};
+}
+
+Json files_json(const FindingFiles& f) {
+    const auto path = [](const std::string& p) { return p.empty() ? Json(nullptr) : Json(p); };
+    return {{"trace", path(f.trace)}, {"page", path(f.page)}, {"explain", path(f.explain)}};
 }
 
 struct Replay {
@@ -101,25 +115,43 @@ std::string minimal_text(const std::string& text, const Replay& r, TriagedArtifa
     return minimized_trace_text(minimized, finding);
 }
 
-void write_finding(const fs::path& tmp, const std::string& text, const std::string& original,
-                   const TriagedArtifact& t, const TriageConfig& config) {
-    const fs::path trace_path = t.dir / "trace";
-    write_file(tmp / "trace", text);
-    write_file(tmp / ("original-" + fs::path(t.artifact).filename().string()), original);
-    write_file(tmp / "repro.txt", t.repro + "\n");
+// The explanation `kvsim explain` prints: the first finding's causal slice, or the run's summary.
+std::string explanation(const Trace& trace, const RunResult& r, const fs::path& trace_path, const std::string& variant) {
+    if (r.findings.empty()) return explain_text(trace, r, {}, trace_path.string(), variant);
+    return explain_text(trace, r, causal_slice(trace, r, r.findings.front()), trace_path.string(), variant);
+}
+
+// The replay of the minimal trace: log, result.json, page.html and explain.txt (a log only, naming
+// the parse error, when the text is not a trace).
+void write_run_files(const fs::path& tmp, const std::string& text, const TriagedArtifact& t, const TriageConfig& config) {
+    const fs::path trace_path = t.dir / kFindingTraceFile;
+    const std::string path_text = trace_path.string();
     std::string log = "kvsim could not parse the trace: " + t.message + "\n";
     Json result_json = Json::object();
     try {
         const Trace trace = parse_trace(text, trace_path.string());
-        const RunResult r = run_trace(trace, config.variant, RunOptions{.check_determinism = true});
+        const RunResult r =
+            run_trace(trace, config.variant, RunOptions{.check_determinism = true, .record_timeline = true});
         const ExpectationCheck expectation = check_expectation(trace, r, config.variant.name);
         log = r.log + verdict_line(r, trace_path.string(), config.variant.name, expectation) + "\n";
         result_json = run_json(trace, r, trace_path.string(), config.variant.name, expectation);
+        const RunViewInput view{trace, r, path_text, text, config.variant.name};
+        write_file(tmp / kFindingPageFile, run_page_html(view));
+        write_file(tmp / kFindingExplainFile, explanation(trace, r, trace_path, config.variant.name));
     } catch (const InputError&) {
     }
     write_file(tmp / "log", log);
     write_file(tmp / "result.json", result_json.dump(2) + "\n");
+}
+
+void write_finding(const fs::path& tmp, const std::string& text, const std::string& original,
+                   const TriagedArtifact& t, const TriageConfig& config) {
+    write_file(tmp / kFindingTraceFile, text);
+    write_file(tmp / ("original-" + fs::path(t.artifact).filename().string()), original);
+    write_file(tmp / "repro.txt", t.repro + "\n");
+    write_run_files(tmp, text, t, config);
     Json meta = Json::parse(triage_summary_line(t, config.variant.name));
+    meta["files"] = files_json(files_in(tmp));
     if (const KnownEntry* e = config.registry->find(t.known_id)) {
         meta["upstream"] = {{"state", to_string(e->upstream.state)}, {"references", e->upstream.references}};
         meta["fix"] = e->fix_patch.empty() ? e->fix_text : e->fix_patch;
@@ -156,9 +188,11 @@ TriagedArtifact triage_artifact(const std::string& artifact, const TriageConfig&
     const Replay r = replay(text, t, config);
     t.cause = t.known_id.empty() ? t.signature : t.known_id;
     t.dir = config.out_dir / config.variant.name / directory_name(t.cause);
-    t.repro = fmt::format("{} run {} --variant {}", config.kvsim, (t.dir / "trace").string(), config.variant.name);
+    t.repro = fmt::format("{} run {} --variant {}", config.kvsim, (t.dir / kFindingTraceFile).string(),
+                          config.variant.name);
     if (fs::exists(t.dir)) {
         record_duplicate(t, text);
+        t.files = files_in(t.dir);
         return t;
     }
     fs::create_directories(t.dir.parent_path());
@@ -172,9 +206,11 @@ TriagedArtifact triage_artifact(const std::string& artifact, const TriageConfig&
         fs::remove_all(tmp);
         if (!fs::exists(t.dir)) throw std::runtime_error(fmt::format("triage: cannot create {}", t.dir.string()));
         record_duplicate(t, text);
+        t.files = files_in(t.dir);
         return t;
     }
     t.first = true;
+    t.files = files_in(t.dir);
     return t;
 }
 
@@ -184,7 +220,7 @@ std::string triage_summary_line(const TriagedArtifact& t, const std::string& var
                        {"signature", t.signature}, {"known_id", t.known_id}, {"cause", t.cause},
                        {"dir", fs::absolute(t.dir).string()}, {"minimised", t.minimised},
                        {"events_before", t.events_before}, {"events_after", t.events_after},
-                       {"repro", t.repro}, {"message", t.message}};
+                       {"files", files_json(t.files)}, {"repro", t.repro}, {"message", t.message}};
     return line.dump();
 }
 

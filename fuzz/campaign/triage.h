@@ -4,7 +4,9 @@
 // known findings, grouped by cause (a registry entry's id, or a new finding's signature),
 // minimised keeping that classification (the first artifact of a cause), and written to
 // OUT/<variant>/<id or signature>/ (trace, log, repro.txt, result.json, triage.json,
-// original-<name>); later artifacts of the same cause are listed in its duplicates.txt.
+// original-<name>, and the views of the minimal trace's run: page.html = `kvsim run trace --html`,
+// explain.txt = `kvsim explain trace`); later artifacts of the same cause are listed in its
+// duplicates.txt.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -22,6 +24,18 @@ struct TriageConfig {
     std::string kvsim = "kvsim";    // how the repro command names the binary
 };
 
+// The files of a finding directory a reader opens, relative to it; empty when absent (an artifact
+// that is not a trace has no page and no explanation).
+struct FindingFiles {
+    std::string trace;    // the minimal trace
+    std::string page;     // its run's self-contained HTML page
+    std::string explain;  // its finding's causal slice as text
+};
+
+inline constexpr const char* kFindingTraceFile = "trace";
+inline constexpr const char* kFindingPageFile = "page.html";
+inline constexpr const char* kFindingExplainFile = "explain.txt";
+
 enum class TriageStatus { new_finding, known, unreproduced };
 std::string_view to_string(TriageStatus status);
 
@@ -33,6 +47,7 @@ struct TriagedArtifact {
     std::string known_id;   // the registry entry (status known)
     std::string cause;      // the directory name: known_id, or the signature
     std::filesystem::path dir;
+    FindingFiles files;     // what dir holds (also for a duplicate: the first artifact's files)
     bool first = false;     // this artifact wrote the finding directory (else a duplicate)
     bool minimised = false;
     std::size_t events_before = 0, events_after = 0;
