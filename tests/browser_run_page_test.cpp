@@ -1,5 +1,6 @@
 // Opens `kvsim run --html` pages in headless Chromium: the dumped DOM must show the finding's step,
-// request, blocks and assertion, and the screenshot must not be blank. Without a Chromium that
+// request, blocks and assertion, and the screenshot must not be blank. Opens a nightly report's
+// index.html: every finding's links must be on the page. Without a Chromium that
 // runs, the binary exits 77 before any test, which ctest reports as skipped (SKIP_RETURN_CODE).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
@@ -11,8 +12,13 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
+#include "fuzz/campaign/report.h"
 #include "png_reader.h"
 #include "properties/harness/run_trace.h"
 #include "sim/trace/trace_parser.h"
@@ -98,6 +104,38 @@ TEST_CASE("the screenshot of a run page is not blank", "[browser]") {
         colours.insert((std::uint32_t(p[0]) << 16) | (std::uint32_t(p[1]) << 8) | p[2]);
     }
     CHECK(colours.size() >= 8);  // text, the status colours, the finding's red: far from one colour
+}
+
+TEST_CASE("headless Chromium shows each finding's links on a nightly report's index.html", "[browser]") {
+    const auto root = scratch_dir() / "campaign";
+    std::filesystem::remove_all(root);
+    std::filesystem::create_directories(root / "run");
+    std::ofstream(root / "run" / "campaign.txt")
+        << "run_id browser\nbuild ok\nbroken v0.29.0\nvariant name=v0.29.0 seconds=1\nvariant name=v0.30.0 seconds=1\n";
+    const std::pair<const char*, const char*> artifacts[] = {
+        {"v0.29.0", "/corpus/upstream/seed000_multiconnector_both.trace"},
+        {"v0.30.0", "/corpus/findings/failed_sync_load_shared_prefix_saved.trace"}};
+    for (const auto& [variant, trace] : artifacts) {
+        const auto r = run_kvsim(std::string("triage --max-runs 200 --variant ") + variant + " --out " +
+                                 (root / "findings").string() + " --summary " +
+                                 (root / "run" / ("triage-" + std::string(variant) + ".jsonl")).string() + " " + kRepo + trace);
+        REQUIRE(r.exit_code == 0);
+    }
+    REQUIRE(run_kvsim("report " + (root / "run").string()).err.empty());
+    const std::string dom = dump_dom((root / "run" / "index.html").string());
+    const auto report = nlohmann::ordered_json::parse(slurp(root / "run" / "report.json"));
+    int links = 0;
+    for (const auto& v : report["variants"])
+        for (const auto& f : v["findings"]) {
+            CHECK_THAT(dom, Catch::Contains(f["signature"].get<std::string>()));
+            for (const char* which : {"trace", "page", "explain"}) {
+                const std::filesystem::path file = finding_file(f, which);
+                REQUIRE(std::filesystem::is_regular_file(file));
+                CHECK_THAT(dom, Catch::Contains("href=\"" + relative_link(file, root / "run") + "\""));
+                ++links;
+            }
+        }
+    CHECK(links == 6);
 }
 
 int main(int argc, char** argv) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli_runner.h"
+#include "fuzz/campaign/report.h"
 
 using namespace kvsim::testing;
 namespace fs = std::filesystem;
@@ -126,6 +127,26 @@ TEST_CASE("nightly with a stub fuzzer: canary passes and no new finding on the c
     const std::string repro = v29["findings"][0]["repro"];
     const int status = std::system((repro + " --quiet >/dev/null").c_str());
     REQUIRE(WEXITSTATUS(status) == 2);
+
+    // the report folder: index.html beside report.md (in the run directory and the workdir), each
+    // linking the finding's page; the lifecycle graph of each variant, as SVG when dot is installed
+    const fs::path run_dir = j["run_dir"].get<std::string>();
+    const fs::path page = kvsim::finding_file(nlohmann::ordered_json::parse(v29["findings"][0].dump()), "page");
+    REQUIRE(fs::is_regular_file(page));
+    for (const fs::path& dir : {run_dir, c.dir / "work"}) {
+        INFO(dir);
+        CHECK_THAT(slurp(dir / "index.html"), Catch::Contains("href=\"" + kvsim::relative_link(page, dir) + "\""));
+        CHECK_THAT(slurp(dir / "report.md"), Catch::Contains("[page](" + kvsim::relative_link(page, dir) + ")"));
+    }
+    for (const char* v : {"v0.29.0", "v0.30.0"}) CHECK(fs::is_regular_file(run_dir / ("lifecycle-" + std::string(v) + ".dot")));
+    if (std::system("command -v dot >/dev/null 2>&1") == 0) {
+        CHECK(fs::is_regular_file(run_dir / "lifecycle-v0.30.0.svg"));
+        CHECK(v30["lifecycle_graph"]["svg"] == (run_dir / "lifecycle-v0.30.0.svg").string());
+        CHECK_THAT(r.out, Catch::Contains("[v0.30.0] lifecycle graph: "));
+    } else {
+        CHECK(v30["lifecycle_graph"]["svg"].is_null());
+        CHECK_THAT(r.out, Catch::Contains("Graphviz's dot is not installed"));
+    }
 }
 
 TEST_CASE("nightly with a stub fuzzer: a new finding on a clean variant exits 1", "[triage][nightly]") {

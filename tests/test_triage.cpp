@@ -169,6 +169,47 @@ TEST_CASE("triage: a planted new cause behind a known signature is NEW, filed by
     REQUIRE(fs::exists(box.dir / "findings" / "v0.30.0" / "liveness:requests_not_finished" / "trace"));
 }
 
+TEST_CASE("triage writes the finding's HTML page and explain text beside its minimal trace", "[triage]") {
+    const Sandbox box("triage-views");
+    const auto a = box.artifact("crash-reused",
+                                slurp(kRepo + "/corpus/upstream/issue52360_preempted_save_reads_reused_blocks.trace"));
+    const auto summary = box.dir / "summary.jsonl";
+    const auto r = box.triage("v0.27.1", "--max-runs 300 --summary " + summary.string() + " " + a);
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto dirs = box.finding_dirs("v0.27.1");
+    REQUIRE(dirs.size() == 1);
+    const fs::path finding = dirs.front();
+
+    // the typed fields name the files, relative to the finding's directory, in both JSON outputs
+    const auto line = nlohmann::json::parse(first_line(slurp(summary)));
+    const nlohmann::json files = {{"trace", "trace"}, {"page", "page.html"}, {"explain", "explain.txt"}};
+    REQUIRE(line["files"] == files);
+    REQUIRE(nlohmann::json::parse(slurp(finding / "triage.json"))["files"] == files);
+
+    // the finding names a request and blocks; both views name them
+    const auto result = nlohmann::json::parse(slurp(finding / "result.json"));
+    const auto& f = result["findings"][0];
+    const std::string request = f["request"];
+    REQUIRE_FALSE(request.empty());
+    REQUIRE_FALSE(f["blocks"].empty());
+    std::string blocks;
+    for (const auto& b : f["blocks"]) blocks += (blocks.empty() ? "" : ",") + b.dump();
+    const std::string explain = slurp(finding / "explain.txt");
+    REQUIRE_THAT(explain, Catch::Contains("request " + request) && Catch::Contains("blocks [" + blocks + "]"));
+    const std::string page = slurp(finding / "page.html");
+    REQUIRE_THAT(page, Catch::Contains("\"request\":\"" + request + "\"") &&
+                           Catch::Contains("\"blocks\":[" + blocks + "]"));
+
+    // the same page and text as kvsim run --html and kvsim explain give for the minimal trace
+    const std::string trace = (finding / "trace").string();
+    const auto explained = run_kvsim("explain " + trace + " --variant v0.27.1");
+    REQUIRE(explained.out == explain);
+    const auto html = box.dir / "run.html";
+    run_kvsim("run " + trace + " --variant v0.27.1 --quiet --html " + html.string());
+    REQUIRE(slurp(html) == page);
+}
+
 TEST_CASE("triage keeps an artifact that does not replay to a finding under its own signature", "[triage]") {
     const Sandbox box("triage-unreproduced");
     const auto passes = box.artifact("crash-passes", "kvsim-trace 1\nengine block_size=16 num_blocks=64\nsegment p len=20\n@0 arrive r1 prompt=p max_tokens=2\n");
@@ -179,6 +220,11 @@ TEST_CASE("triage keeps an artifact that does not replay to a finding under its 
     REQUIRE_THAT(r.out, Catch::Contains("unreproduced:crash_replays_pass") && Catch::Contains("unreproduced:crash_not_a_trace") &&
                             Catch::Contains("0 new finding(s), 0 known, 2 unreproduced"));
     REQUIRE(box.finding_dirs("v0.29.0").size() == 2);
+    // a text that is not a trace has neither page nor explanation; one that passes has both
+    const auto not_a_trace = box.dir / "findings" / "v0.29.0" / "unreproduced:crash_not_a_trace";
+    REQUIRE_FALSE(fs::exists(not_a_trace / "page.html"));
+    REQUIRE(nlohmann::json::parse(slurp(not_a_trace / "triage.json"))["files"]["page"].is_null());
+    REQUIRE(fs::exists(box.dir / "findings" / "v0.29.0" / "unreproduced:crash_replays_pass" / "page.html"));
     REQUIRE(box.triage("v0.29.0", "").exit_code == 64);  // no artifact
     const auto bad = box.artifact("bad.registry", "finding x\n  colour blue\n");
     const auto broken = box.triage("v0.29.0", "--registry " + bad + " " + passes);
