@@ -3,7 +3,7 @@
 // what the campaign left in its run directory:
 //   campaign.txt            facts scripts/nightly records, one `KEY VALUE` or `KEY k=v...` a line
 //                           (run_id, started, commit, minutes, jobs, build, interrupted, broken,
-//                           canary ..., variant name=V ...: see fuzz/README.md, The campaign's files)
+//                           canary ..., variant name=V ...: see README.md, Fuzzing and the nightly campaign)
 //   stats/<V>/jobs.*.json   the fuzz target's counts of each campaign process (KVSIM_FUZZ_STATS)
 //   stats/<V>/single.*.json the same binary alone, on the same corpus (the single-process rate)
 //   triage-<V>.jsonl        `kvsim triage --summary` lines
