@@ -151,7 +151,8 @@ TEST_CASE("+pin_aware_preemption: no preemption frees nothing", "[findings][patc
 // the new checker sees that tokens [48, 56) go to the store under valid hashes with no KV computed.
 constexpr const char* kStaleSaveTrace =
     "kvsim-trace 1\n"
-    "engine block_size=8 num_blocks=18 max_batched_tokens=48 max_running=16 max_model_len=2048 prefix_caching=off\n"
+    "engine block_size=8 num_blocks=18 max_batched_tokens=48 max_running=16 max_model_len=2048 prefix_caching=off "
+    "kv_load_failure_policy=recompute\n"
     "run seed=0 max_steps=400\n"
     "connector store role=kv_both load_async=off\n"
     "workers ranks=1 store_delay_min=1 store_delay_max=1 load_delay_min=1 load_delay_max=1 pull_delay=1\n"
@@ -176,6 +177,10 @@ TEST_CASE("store_save_computed_checker: a save past the computed tokens after a 
     CHECK(f.tokens->end == 56);
     const RunResult fixed = run_trace(t, require_variant("v0.30.0+store_tracker_rewind"));
     CHECK(fixed.verdict == Verdict::pass);
+    // Under kv_load_failure_policy=fail (every release's default) r1 ends FINISHED_ERROR: no recompute, no save.
+    Trace failing = t;
+    failing.engine.kv_load_failure_policy = LoadFailurePolicy::fail;
+    CHECK(run_trace(failing, require_variant("v0.30.0")).verdict == Verdict::pass);
 
     // The corpus trace: the checker fires in the same step, after the missing-block finding.
     const RunResult corpus = run("store_tracker_not_rewound_after_failed_load", "v0.30.0");

@@ -85,11 +85,14 @@ TEST_CASE("same seed gives the same trace text - the variant option changes only
         tb.run.variant = ta.run.variant;
         REQUIRE(ta == tb);
     }
-    // trace_for_seed is one Prng(seed): draw_swarm, then generate_trace.
+    // trace_for_seed is one Prng(seed): draw_swarm, generate_trace, then the load-failure policy.
     Prng prng(42);
     SwarmConfig config = draw_swarm(prng, {});
     config.run_seed = 42;
-    REQUIRE(generate_trace(prng, config) == trace_for_seed(42, {}));
+    Trace generated = generate_trace(prng, config);
+    config.kv_load_failure_policy = draw_load_failure_policy(prng);
+    generated.engine.kv_load_failure_policy = config.kv_load_failure_policy;
+    REQUIRE(generated == trace_for_seed(42, {}));
     REQUIRE(swarm_case_for_seed(42, {}).config == config);
 }
 
@@ -236,4 +239,17 @@ TEST_CASE("swarm runs reach preemption - async loads - store saves - aborts in s
         REQUIRE(count > 0);
     }
     REQUIRE(passes > 75);  // most seeds pass under the release with every fix
+}
+
+TEST_CASE("swarm seeds draw both load-failure policies and leave it unstated too", "[swarm][load_failure]") {
+    std::set<std::string> seen;
+    for (std::uint64_t seed = 1; seed <= 64; ++seed) {
+        const SwarmCase c = swarm_case_for_seed(seed, {});
+        REQUIRE(c.trace.engine.kv_load_failure_policy == c.config.kv_load_failure_policy);
+        const auto& p = c.config.kv_load_failure_policy;
+        seen.insert(p ? std::string(to_string(*p)) : "unstated");
+        REQUIRE(describe(c.config).find(p ? std::string("load_failure_policy=") + std::string(to_string(*p))
+                                          : std::string("load_failure_policy=default")) != std::string::npos);
+    }
+    CHECK(seen == std::set<std::string>{"fail", "recompute", "unstated"});
 }

@@ -10,20 +10,23 @@ using namespace kvsim;
 
 TEST_CASE("variant flags: each row lists its values with the PR that brought them", "[variant]") {
     const auto& flags = variant_flags();
-    REQUIRE(flags.size() == 13);
+    REQUIRE(flags.size() == 14);
     CHECK(flags[0].flag == "free_order");
     CHECK(flags[0].values == "append_all | fresh_head (#42656) | fresh_head_lifo (#51482)");
     CHECK(flags[4].values == "none | is_consumer (seed 000, rejected)");
-    CHECK(flags[8].values == "reported | only_when_loading (NIXL's #56640, kvsim fix)");
+    CHECK(flags[7].flag == "load_failure_policy_default");
+    CHECK(flags[7].values == "recompute (#26813) | fail (#34896)");
+    CHECK(flags[9].values == "reported | only_when_loading (NIXL's #56640, kvsim fix)");
     const std::vector<std::string> unfixed = {"reported", "reported", "kept", "admitted", "preempted", "off"};
     auto with_unfixed = [&](std::vector<std::string> values) {
         values.insert(values.end(), unfixed.begin(), unfixed.end());
         return values;
     };
     CHECK(variant_flag_values(require_variant("v0.27.1")) ==
-          with_unfixed({"fresh_head", "none", "tracker_ids", "off", "none", "real", "delay_free"}));
+          with_unfixed({"fresh_head", "none", "tracker_ids", "off", "none", "real", "delay_free", "fail"}));
     CHECK(variant_flag_values(require_variant("v0.30.0")) ==
-          with_unfixed({"fresh_head_lifo", "every_scheduled", "assert_missing", "on", "none", "real", "store_job_pins"}));
+          with_unfixed({"fresh_head_lifo", "every_scheduled", "assert_missing", "on", "none", "real", "store_job_pins",
+                        "fail"}));
 }
 
 TEST_CASE("variant patches set their flag on top of a release", "[variant]") {

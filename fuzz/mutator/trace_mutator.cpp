@@ -381,6 +381,15 @@ bool engine_flags(Trace& t, Prng& rng) {
     return true;
 }
 
+// Steps the policy through unset, recompute, fail: both policies and the release default.
+bool load_failure_policy(Trace& t, Prng&) {
+    auto& policy = t.engine.kv_load_failure_policy;
+    if (!policy) policy = LoadFailurePolicy::recompute;
+    else if (*policy == LoadFailurePolicy::recompute) policy = LoadFailurePolicy::fail;
+    else policy.reset();
+    return true;
+}
+
 bool run_seed(Trace& t, Prng& rng) {
     const std::uint64_t before = t.run.seed;
     t.run.seed = rng.below(1u << 16);
@@ -592,6 +601,7 @@ constexpr std::array<MutationRow, kMutationCount> kMutationTable = {{
     {.mutation = Mutation::add_store_entry, .name = "add_store_entry", .weight = 1, .apply = add_store_entry},
     {.mutation = Mutation::remove_store_entry, .name = "remove_store_entry", .weight = 1, .apply = remove_store_entry},
     {.mutation = Mutation::change_store_entry, .name = "change_store_entry", .weight = 1, .apply = change_store_entry},
+    {.mutation = Mutation::load_failure_policy, .name = "load_failure_policy", .weight = 1, .apply = load_failure_policy},
 }};
 
 constexpr bool rows_in_enum_order() {

@@ -92,8 +92,9 @@ enum class Mutation {
     add_store_entry,       // the store holds a request's prompt prefix (or random segments)
     remove_store_entry,    // any store line
     change_store_entry,    // extend, shorten or replace a store prefix
+    load_failure_policy,   // engine kv_load_failure_policy: unset (the variant's default) -> recompute -> fail -> unset
 };
-inline constexpr int kMutationCount = static_cast<int>(Mutation::change_store_entry) + 1;
+inline constexpr int kMutationCount = static_cast<int>(Mutation::load_failure_policy) + 1;
 
 std::string_view to_string(Mutation mutation);
 std::span<const Mutation> all_mutations();

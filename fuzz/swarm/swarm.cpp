@@ -149,6 +149,7 @@ void fit_engine(const SwarmConfig& c, const std::vector<PlannedRequest>& request
     e.chunked_prefill = c.chunked_prefill;
     e.prefix_caching = c.prefix_caching;
     e.reserve_full_isl = c.reserve_full_isl;
+    e.kv_load_failure_policy = c.kv_load_failure_policy;
     e.max_batched_tokens = batch_budget(c.chunked_prefill, c.max_batched_tokens, e.max_model_len);
     e.long_prefill_threshold = c.long_prefill_threshold;
     e.max_running = c.max_running;
@@ -335,12 +336,22 @@ Trace generate_trace(Prng& prng, const SwarmConfig& c) {
     return t;
 }
 
+std::optional<LoadFailurePolicy> draw_load_failure_policy(Prng& prng) {
+    switch (prng.below(4)) {
+        case 2: return LoadFailurePolicy::recompute;
+        case 3: return LoadFailurePolicy::fail;
+        default: return std::nullopt;
+    }
+}
+
 SwarmCase swarm_case_for_seed(std::uint64_t seed, const SwarmOptions& options) {
     Prng prng(seed);
     SwarmCase out;
     out.config = draw_swarm(prng, options);
     out.config.run_seed = seed;
     out.trace = generate_trace(prng, out.config);
+    out.config.kv_load_failure_policy = draw_load_failure_policy(prng);
+    out.trace.engine.kv_load_failure_policy = out.config.kv_load_failure_policy;
     return out;
 }
 
@@ -358,12 +369,12 @@ std::string describe(const SwarmConfig& c) {
     return fmt::format(
         "stack={}{} ranks={} pool={} bs={} chunked={} caching={} budget={} requests={} prefixes={} share={}% "
         "store_prefix={}% store_prompt={}% remote_prefill={}% remote_decode={}% arrival={}/{} abort={}% "
-        "faults(store_delay={}% store_fail={}% load_fail={}% lookup_pending={}% window={})",
+        "faults(store_delay={}% store_fail={}% load_fail={}% lookup_pending={}% window={}) load_failure_policy={}",
         to_string(c.stack), roles, c.ranks, to_string(c.pressure), c.block_size, on_off(c.chunked_prefill),
         on_off(c.prefix_caching), c.max_batched_tokens, c.num_requests, c.num_prefixes, c.share_pct,
         c.store_prefix_pct, c.store_prompt_pct, c.remote_prefill_pct, c.remote_decode_pct, to_string(c.arrival),
         c.arrival_gap, c.abort_pct, c.store_delay_pct, c.store_fail_pct, c.load_fail_pct, c.lookup_pending_pct,
-        c.fault_window);
+        c.fault_window, c.kv_load_failure_policy ? to_string(*c.kv_load_failure_policy) : "default");
 }
 
 }  // namespace kvsim

@@ -109,6 +109,10 @@ struct SwarmConfig {
     int lookup_pending_pct = 0;  // per request
     int fault_window = 0;
 
+    // The engine's kv_load_failure_policy; nullopt leaves it unstated (the variant's default). Drawn
+    // after the trace, so the rest of a seed's trace does not depend on it.
+    std::optional<LoadFailurePolicy> kv_load_failure_policy = std::nullopt;
+
     bool has_p2p() const { return kvsim::has_p2p(stack); }
     bool has_store() const { return kvsim::has_store(stack); }
     bool operator==(const SwarmConfig&) const = default;
@@ -118,7 +122,10 @@ struct SwarmConfig {
 SwarmConfig draw_swarm(Prng& prng, const SwarmOptions& options);
 // Draws a trace under the knobs; validate_trace accepts it.
 Trace generate_trace(Prng& prng, const SwarmConfig& config);
-// One Prng(seed): draw_swarm, then generate_trace, with `run seed=<seed>`.
+// The engine's kv_load_failure_policy: unstated (the release default) half the time, else
+// recompute or fail.
+std::optional<LoadFailurePolicy> draw_load_failure_policy(Prng& prng);
+// One Prng(seed): draw_swarm, generate_trace, then draw_load_failure_policy, with `run seed=<seed>`.
 Trace trace_for_seed(std::uint64_t seed, const SwarmOptions& options);
 // The same with its knobs, for a header comment.
 struct SwarmCase {

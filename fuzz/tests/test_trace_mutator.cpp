@@ -412,6 +412,7 @@ bool changed_as_named(Mutation m, const Trace& before, const Trace& after) {
         case Mutation::add_store_entry: return after.store.size() > before.store.size();
         case Mutation::remove_store_entry: return after.store.size() < before.store.size();
         case Mutation::change_store_entry: return stored(after) != stored(before) && after.store.size() == before.store.size();
+        case Mutation::load_failure_policy: return after.engine.kv_load_failure_policy != before.engine.kv_load_failure_policy;
     }
     return false;
 }

@@ -28,6 +28,7 @@ struct EngineRec {
     bool no_chunked_prefill = false;
     bool no_prefix_caching = false;
     bool no_reserve_full_isl = false;
+    int load_failure_policy = 0;  // 0: unstated (the variant's default), 1: recompute, 2: fail
 };
 
 struct StoreOptionsRec {

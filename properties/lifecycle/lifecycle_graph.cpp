@@ -108,14 +108,15 @@ LifecycleGraph::LifecycleGraph() {
     add(S::waiting_for_remote_kvs, S::finished_aborted, "abort_waiting_for_remote_kvs",
         "Scheduler.finish_requests(FINISHED_ABORTED) while the load is in flight or done");
     add(S::waiting_for_remote_kvs, S::finished_error, "error_waiting_for_remote_kvs",
-        "Scheduler.finish_requests(FINISHED_ERROR): KV-load failure policy=fail", false);
+        "update_from_output -> finish_requests(FINISHED_ERROR): an async load failed, kv_load_failure_policy=fail");
 
     add(S::running, S::preempted, "preempt", "Scheduler._preempt_request: allocate_slots failed in the running loop");
     add(S::running, S::finished_stopped, "stop", "update_from_output -> check_stop: EOS or a stop token", false);
     add(S::running, S::finished_length_capped, "length_capped",
         "update_from_output -> check_stop: max_tokens or max_model_len reached");
     add(S::running, S::finished_aborted, "abort_running", "Scheduler.finish_requests(FINISHED_ABORTED) on a running request");
-    add(S::running, S::finished_error, "error_running", "Scheduler.finish_requests(FINISHED_ERROR)", false);
+    add(S::running, S::finished_error, "error_running",
+        "update_from_output -> finish_requests(FINISHED_ERROR): a sync load failed, kv_load_failure_policy=fail");
 
     add(S::preempted, S::running, "schedule_resumed", "Scheduler.schedule waiting loop: allocate_slots succeeded (resumed)");
     add(S::preempted, S::waiting_for_remote_kvs, "park_async_load_resumed",
@@ -128,7 +129,8 @@ LifecycleGraph::LifecycleGraph() {
         "Scheduler._free_blocks: at once, or on finished_sending after a delayed free");
     add(S::finished_aborted, S::freed, "free_aborted",
         "Scheduler._free_blocks: at once, or on finished_recving / finished_sending after a delayed free");
-    add(S::finished_error, S::freed, "free_error", "Scheduler._free_blocks", false);
+    add(S::finished_error, S::freed, "free_error",
+        "Scheduler._free_blocks: at once, or on finished_recving / finished_sending after a delayed free");
 
     auto [first, last] = boost::edges(graph_);
     for (auto it = first; it != last; ++it) {

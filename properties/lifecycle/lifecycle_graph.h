@@ -54,7 +54,7 @@ struct LifecycleVertex {
 struct LifecycleEdge {
     std::string name;      // e.g. "park_async_load"
     std::string trigger;   // who makes it upstream, one line
-    bool modelled = true;  // false: upstream allows it, but kvsim's model never makes it (no EOS, no ERROR path)
+    bool modelled = true;  // false: upstream allows it, but kvsim's model never makes it (no EOS, no grammar errors)
 };
 using LifecycleGraphType = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, LifecycleVertex,
                                                  LifecycleEdge>;

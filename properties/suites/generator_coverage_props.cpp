@@ -27,6 +27,9 @@ TEST_CASE("generators reach every scenario", "[property][generators]") {
         count(fmt::format("pressure {}", spec.engine.pressure));
         if (!trace.engine.prefix_caching) count("prefix caching off");
         if (!trace.engine.chunked_prefill) count("chunked prefill off");
+        const auto policy = trace.engine.kv_load_failure_policy;
+        count(policy ? fmt::format("kv_load_failure_policy={}", to_string(*policy)) : "kv_load_failure_policy unstated");
+        const bool recompute = policy.value_or(variant.load_failure_policy_default) == LoadFailurePolicy::recompute;
         const RunResult r = run_trace(trace, variant);
         REQUIRE_FALSE(r.internal_error);
         for (const LogEvent& e : r.events) {
@@ -43,7 +46,9 @@ TEST_CASE("generators reach every scenario", "[property][generators]") {
                 count("local and external hits overlap");
             if (e.category == EventCategory::park) count("async load");
             if (e.category == EventCategory::load && !e.flag("async")) count("sync store load");
-            if (e.category == EventCategory::invalid) count("failed load recomputed");
+            if (e.category == EventCategory::invalid && e.has("request"))
+                count(recompute ? "failed load recomputed" : "failed load rewound under fail");
+            if (e.category == EventCategory::finish && e.text("status") == "FINISHED_ERROR") count("failed load FINISHED_ERROR");
             if (e.category == EventCategory::meta && connector == "store" && action == "save") count("store save");
             if (e.category == EventCategory::meta && connector == "p2p" && action == "pull") count("p2p pull");
             if (e.category == EventCategory::send_done) count("p2p send finished");
@@ -63,6 +68,8 @@ TEST_CASE("generators reach every scenario", "[property][generators]") {
         "p2p kv_consumer", "p2p kv_both", "p2p kv_producer",
         "pressure 0", "pressure 3", "prefix caching off", "chunked prefill off",
         "preemption", "local and external hits overlap", "async load", "sync store load", "failed load recomputed",
+        "failed load FINISHED_ERROR", "kv_load_failure_policy unstated", "kv_load_failure_policy=recompute",
+        "kv_load_failure_policy=fail",
         "abort from WAITING", "abort from WAITING_FOR_REMOTE_KVS", "abort from RUNNING", "abort from PREEMPTED",
         "abort of a finished request", "abort of a freed request",
         "fault store_delay", "fault store_fail", "fault load_fail", "fault lookup_pending", "lookup pending",

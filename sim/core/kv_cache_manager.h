@@ -54,6 +54,10 @@ public:
     // KVCacheManager.cache_blocks @ ace980e6de0540f49b0c63248437a1a7807590c1: hash full blocks up to num_computed_tokens.
     void cache_blocks(const Request& request, int num_computed_tokens);
 
+    // KVCacheManager.evict_blocks, as vllm/v1/core/sched/scheduler.py Scheduler._handle_invalid_blocks
+    // @ 003df2961dd8830c317a61f9745ccd557da9fa06 calls it: drops the blocks' hashes (BlockPool.evict_blocks).
+    void evict_blocks(const std::vector<BlockId>& ids) { pool_.evict_blocks(ids); }
+
     // KVCacheManager.get_block_ids @ ace980e6de0540f49b0c63248437a1a7807590c1 (one group).
     std::vector<BlockId> get_block_ids(const std::string& request_id) const;
     bool has_blocks(const std::string& request_id) const;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/common/enum_names.h"
+#include "sim/variant/variant.h"
 
 namespace kvsim {
 
@@ -36,6 +37,8 @@ struct EngineConfig {
     bool prefix_caching = true;
     int long_prefill_threshold = 0;  // 0 = off
     bool reserve_full_isl = true;    // scheduler_reserve_full_isl: admission needs room for the whole sequence
+    // KVTransferConfig.kv_load_failure_policy; nullopt = the variant's release default.
+    std::optional<LoadFailurePolicy> kv_load_failure_policy = std::nullopt;
 
     bool operator==(const EngineConfig&) const = default;
 };

@@ -38,6 +38,8 @@ Value to_value(const std::vector<std::string>& v) { return v; }
 Value to_value(KvRole v) { return std::string(to_string(v)); }
 Value to_value(Verdict v) { return std::string(to_string(v)); }
 Value to_value(FaultKind v) { return std::string(to_string(v)); }
+// An unstated policy reads as "" (the printer omits it, `kvsim format` says "optional").
+Value to_value(const std::optional<LoadFailurePolicy>& v) { return v ? std::string(to_string(*v)) : std::string(); }
 
 void from_value(Value&& v, int& out) { out = static_cast<int>(as_u64(v)); }
 void from_value(Value&& v, std::uint64_t& out) { out = as_u64(v); }
@@ -46,6 +48,9 @@ void from_value(Value&& v, std::string& out) { out = std::move(std::get<std::str
 void from_value(Value&& v, std::vector<std::string>& out) { out = std::move(std::get<std::vector<std::string>>(v)); }
 void from_value(Value&& v, KvRole& out) { out = parse_role(std::get<std::string>(v)).value_or(KvRole::kv_consumer); }
 void from_value(Value&& v, Verdict& out) { out = parse_verdict(std::get<std::string>(v)).value_or(Verdict::pass); }
+void from_value(Value&& v, std::optional<LoadFailurePolicy>& out) {
+    out = parse_load_failure_policy(std::get<std::string>(v));
+}
 void from_value(Value&& v, FaultKind& out) {
     out = parse_fault_kind(std::get<std::string>(v)).value_or(FaultKind::store_delay);
 }
@@ -73,6 +78,7 @@ constexpr auto kRoleChoices = enum_names(kKvRoleNames);
 constexpr auto kVerdictChoices = enum_names(kVerdictNames);
 constexpr std::string_view kConnectorKinds[] = {kConnectorStandIn, kConnectorP2p, kConnectorStore};
 constexpr auto kFaultKinds = enum_names(kFaultKindNames);
+constexpr auto kLoadFailurePolicies = enum_names(kLoadFailurePolicyNames);
 // Which kinds a key applies to (KeySpec::kinds).
 constexpr std::string_view kOnlyStandIn[] = {kConnectorStandIn};
 constexpr std::string_view kOnlyStore[] = {kConnectorStore};
@@ -114,6 +120,13 @@ constexpr Row<EngineConfig> kEngineRows[] = {
         .min = 0, .max = limits::kMaxModelLen, .help = "cap on one request's prefill tokens per step; 0 = off"}),
     bind<&EngineConfig::reserve_full_isl>({.name = "reserve_full_isl", .type = VT::boolean,
         .help = "scheduler_reserve_full_isl: admit only when the whole sequence fits"}),
+    // KVTransferConfig.kv_load_failure_policy: one per engine, whatever the connector stack.
+    bind<&EngineConfig::kv_load_failure_policy>({.name = "kv_load_failure_policy", .type = VT::choice,
+        .help = "KVTransferConfig.kv_load_failure_policy: a request whose KV load fails ends FINISHED_ERROR (fail) "
+                "or recomputes from its valid prefix (recompute); unset = the variant's "
+                "load_failure_policy_default (fail in every release kvsim models)",
+        .choices = kLoadFailurePolicies},
+        +[](const EngineConfig& e) { return e.kv_load_failure_policy.has_value(); }),
 };
 
 constexpr Row<RunConfig> kRunRows[] = {

@@ -45,6 +45,8 @@ const std::vector<FlagRow>& flag_rows() {
         flag_row<&Variant::pending_skip_save>("pending_skip_save", {{"none", ""}, {"is_consumer", "seed 000, rejected"}}),
         flag_row<&Variant::multi_loser_blocks>("multi_loser_blocks", {{"empty", ""}, {"real", "#46865"}}),
         flag_row<&Variant::save_block_refs>("save_block_refs", {{"delay_free", ""}, {"store_job_pins", "#52372"}}),
+        flag_row<&Variant::load_failure_policy_default>("load_failure_policy_default",
+                                                        {{"recompute", "#26813"}, {"fail", "#34896"}}),
         flag_row<&Variant::p2p_abort_pull>("p2p_abort_pull", {{"reported", ""}, {"silent", "#50565, open"}}),
         flag_row<&Variant::p2p_empty_pull>("p2p_empty_pull",
                                            {{"reported", ""}, {"only_when_loading", "NIXL's #56640, kvsim fix"}}),
@@ -191,6 +193,10 @@ std::string joined_names(auto const& items, auto name_of) {
 }  // namespace
 
 std::string_view to_string(PresetTag tag) { return enum_name(kPresetTagNames, tag); }
+std::string_view to_string(LoadFailurePolicy policy) { return enum_name(kLoadFailurePolicyNames, policy); }
+std::optional<LoadFailurePolicy> parse_load_failure_policy(std::string_view text) {
+    return parse_enum(kLoadFailurePolicyNames, text);
+}
 
 std::optional<Variant> resolve_variant(std::string_view name, std::string* error) {
     const auto parts = split_plus(name);

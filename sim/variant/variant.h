@@ -42,6 +42,17 @@ enum class MultiLoserBlocks { empty, real /* #46865 */ };
 // How a store save keeps its blocks alive until the worker has read them.
 enum class SaveBlockRefs { delay_free, store_job_pins /* #52372 */ };
 
+// KVTransferConfig.kv_load_failure_policy: what the scheduler does with a request whose KV load
+// reported invalid blocks. The trace may state it (engine line); otherwise the release's default
+// (Variant::load_failure_policy_default) applies.
+enum class LoadFailurePolicy { recompute /* #26813 */, fail /* #26813; the default from #34896 */ };
+inline constexpr EnumNames<LoadFailurePolicy, 2> kLoadFailurePolicyNames = {{
+    {LoadFailurePolicy::recompute, "recompute"},
+    {LoadFailurePolicy::fail, "fail"},
+}};
+std::string_view to_string(LoadFailurePolicy policy);
+std::optional<LoadFailurePolicy> parse_load_failure_policy(std::string_view text);
+
 // The fixes of kvsim's own findings (corpus/findings/): each flag's first value is upstream's
 // behaviour at the newest release, the second the fix patch.
 // MooncakeConnector's cleanup pull for a request finished before allocation: reported to the
@@ -71,6 +82,7 @@ struct Variant {
     PendingSkipSave pending_skip_save = PendingSkipSave::none;
     MultiLoserBlocks multi_loser_blocks = MultiLoserBlocks::real;
     SaveBlockRefs save_block_refs = SaveBlockRefs::store_job_pins;
+    LoadFailurePolicy load_failure_policy_default = LoadFailurePolicy::fail;
     P2PAbortPull p2p_abort_pull = P2PAbortPull::reported;
     P2PEmptyPull p2p_empty_pull = P2PEmptyPull::reported;
     FailedLoadInflight failed_load_inflight = FailedLoadInflight::kept;

@@ -36,7 +36,10 @@ Scheduler::Scheduler(const EngineConfig& config, const Variant& variant, KVConne
       connector_(connector),
       log_(log),
       kv_cache_manager_(static_cast<std::uint32_t>(config.num_blocks), config.block_size, config.max_model_len,
-                        config.prefix_caching, variant.free_order) {
+                        config.prefix_caching, variant.free_order),
+      // Scheduler.__init__ @ 003df2961dd8830c317a61f9745ccd557da9fa06: recompute_kv_load_failures
+      recompute_kv_load_failures_(config.kv_load_failure_policy.value_or(variant.load_failure_policy_default) ==
+                                  LoadFailurePolicy::recompute) {
     if (connector_ != nullptr) connector_->bind_gpu_block_pool(&kv_cache_manager_.block_pool());
 }
 
@@ -446,45 +449,61 @@ bool Scheduler::check_stop(Request& req) {
     return false;
 }
 
-// Scheduler._update_requests_with_invalid_blocks @ 003df2961dd8830c317a61f9745ccd557da9fa06 (one group)
+// Scheduler._update_requests_with_invalid_blocks @ 003df2961dd8830c317a61f9745ccd557da9fa06 (one group);
+// `evict` (sync loads only) collects the first newly marked invalid block and every block after it.
 bool Scheduler::rewind_for_invalid_blocks(Request& req, const std::set<BlockId>& invalid, int num_scheduled,
-                                          std::set<BlockId>& marked) {
+                                          std::set<BlockId>& marked, std::set<BlockId>* evict) {
     const auto table = kv_cache_manager_.get_block_ids(req.id());
     const int base = req.num_computed_tokens - num_scheduled;
     const auto computed_blocks = static_cast<std::size_t>(cdiv(base, config_.block_size));
     bool affected = false;
-    std::optional<int> rewind;
+    std::optional<std::size_t> first_marked;
     for (std::size_t i = 0; i < std::min(computed_blocks, table.size()); ++i) {
         if (!invalid.contains(table[i])) continue;
         affected = true;
         if (!marked.insert(table[i]).second) continue;  // another request already owns this failure
-        const int pos = static_cast<int>(i) * config_.block_size;
-        if (!rewind || pos < *rewind) rewind = pos;
+        if (!first_marked) first_marked = i;
     }
     if (!affected) return false;
-    req.num_computed_tokens = rewind ? *rewind : base;
+    req.num_computed_tokens = first_marked ? static_cast<int>(*first_marked) * config_.block_size : base;
+    if (first_marked && evict != nullptr) evict->insert(table.begin() + static_cast<std::ptrdiff_t>(*first_marked), table.end());
     log_.event(EventCategory::invalid, "{request} computed={computed} (load failed)")
         .request(req.id())
         .integer("computed", req.num_computed_tokens);
     return true;
 }
 
-// Scheduler._handle_invalid_blocks @ 003df2961dd8830c317a61f9745ccd557da9fa06, kv_load_failure_policy "recompute"
+// Scheduler._handle_invalid_blocks @ 003df2961dd8830c317a61f9745ccd557da9fa06: returns the requests
+// update_from_output skips; under "fail" that is every affected request (they end FINISHED_ERROR) and
+// the sync loads' invalid and later blocks lose their hashes, under "recompute" the sync ones only.
 std::set<std::string> Scheduler::handle_invalid_blocks(const std::set<BlockId>& invalid,
                                                        const OrderedMap<int>& num_scheduled) {
     std::set<BlockId> marked_async;
+    std::set<std::string> failed_async;
     for (const auto& id : skipped_waiting_) {
         Request& req = request(id);
-        if (req.status == RequestStatus::waiting_for_remote_kvs && rewind_for_invalid_blocks(req, invalid, 0, marked_async))
-            failed_recving_kv_req_ids_.insert(id);
+        if (req.status == RequestStatus::waiting_for_remote_kvs &&
+            rewind_for_invalid_blocks(req, invalid, 0, marked_async, nullptr))
+            failed_async.insert(id);
     }
     std::set<std::string> failed_sync;
     std::set<BlockId> marked_sync;
+    std::set<BlockId> to_evict;
     for (const auto& [id, n] : num_scheduled) {
         auto* slot = requests_.find(id);
         if (slot == nullptr || is_finished((*slot)->status)) continue;
-        if (rewind_for_invalid_blocks(**slot, invalid, n, marked_sync)) failed_sync.insert(id);
+        if (rewind_for_invalid_blocks(**slot, invalid, n, marked_sync, &to_evict)) failed_sync.insert(id);
     }
+    if (recompute_kv_load_failures_) {
+        failed_recving_kv_req_ids_.insert(failed_async.begin(), failed_async.end());
+        return failed_sync;
+    }
+    if (!to_evict.empty()) {
+        const std::vector<BlockId> blocks(to_evict.begin(), to_evict.end());
+        kv_cache_manager_.evict_blocks(blocks);
+        log_.event(EventCategory::invalid, "evicted {blocks} (kv_load_failure_policy=fail)").blocks("blocks", blocks);
+    }
+    failed_sync.insert(failed_async.begin(), failed_async.end());
     return failed_sync;
 }
 
@@ -521,6 +540,9 @@ void Scheduler::update_from_output(const SchedulerOutput& out, const ModelRunner
     if (!stopped_running.empty())
         std::erase_if(running_, [&](const std::string& id) { return stopped_running.contains(id); });
     if (!stopped_preempted.empty()) remove_from_waiting_queues(stopped_preempted);
+    // kv_load_failure_policy=fail: the failed loads' requests end with an error (in id order; upstream's is a set's).
+    if (!recompute_kv_load_failures_ && !failed_sync.empty())
+        finish_requests({failed_sync.begin(), failed_sync.end()}, RequestStatus::finished_error);
 
     if (runner_output.kv_connector_output) update_from_kv_xfer_finished(*runner_output.kv_connector_output);
 }
@@ -629,7 +651,13 @@ std::vector<std::string> Scheduler::finish_requests(const std::vector<std::strin
             finished_recving_kv_req_ids_.erase(req->id());
             failed_recving_kv_req_ids_.erase(req->id());
         }
-        log_.event(EventCategory::abort, "{request} from {status}").request(req->id()).status("status", to_string(req->status));
+        if (status == RequestStatus::finished_aborted)
+            log_.event(EventCategory::abort, "{request} from {status}").request(req->id()).status("status", to_string(req->status));
+        else
+            log_.event(EventCategory::finish, "{request} {status} from {from}")
+                .request(req->id())
+                .status("status", to_string(status))
+                .status("from", to_string(req->status));
         set_status(*req, status);
         finished.push_back(req->id());
         free_request(*req, delay);

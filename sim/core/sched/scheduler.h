@@ -54,6 +54,10 @@ public:
     const std::set<std::string>& finished_recving_kv_req_ids() const { return finished_recving_kv_req_ids_; }
     const KVCacheManager& kv_cache_manager() const { return kv_cache_manager_; }
     const EngineConfig& config() const { return config_; }
+    // The kv_load_failure_policy in force: the trace's, else the variant's release default.
+    LoadFailurePolicy load_failure_policy() const {
+        return recompute_kv_load_failures_ ? LoadFailurePolicy::recompute : LoadFailurePolicy::fail;
+    }
 
     // Transitions since clear_transitions(), in the order they happened.
     const std::vector<StatusTransition>& transitions() const { return transitions_; }
@@ -96,7 +100,7 @@ private:
     void update_from_kv_xfer_finished(const KVConnectorOutput& output);
     std::set<std::string> handle_invalid_blocks(const std::set<BlockId>& invalid, const OrderedMap<int>& num_scheduled);
     bool rewind_for_invalid_blocks(Request& request, const std::set<BlockId>& invalid, int num_scheduled,
-                                   std::set<BlockId>& marked);
+                                   std::set<BlockId>& marked, std::set<BlockId>* evict);
 
     Request& request(const std::string& id);
     void set_status(Request& request, RequestStatus status);
@@ -108,6 +112,7 @@ private:
     KVConnectorScheduler* connector_;
     EventLog& log_;
     KVCacheManager kv_cache_manager_;
+    bool recompute_kv_load_failures_;  // KVTransferConfig.kv_load_failure_policy == "recompute"
 
     OrderedMap<std::unique_ptr<Request>> requests_;
     std::deque<std::string> waiting_;
