@@ -59,7 +59,7 @@ TEST_CASE("get_new_blocks pops the head in order and sets ref_cnt 1", "[block_po
     CHECK(pool.num_free_blocks() == 2);  // a failed request pops nothing
 }
 
-TEST_CASE("touch takes a free block out of the queue and bumps ref_cnt", "[block_pool]") {
+TEST_CASE("touch takes a free block out of the queue and bumps ref_cnt", "[block_pool][upstream:test_kv_cache_utils.py::test_kv_cache_block]") {
     BlockPool pool(6, true, FreeOrder::fresh_head);
     const Ids a = pool.get_new_blocks(3);  // 1,2,3
     pool.cache_full_blocks({kH0, kH1, kH2}, a, 0, 3);

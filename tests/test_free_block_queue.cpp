@@ -21,7 +21,7 @@ FreeBlockQueue queue_with(std::uint32_t capacity, const Ids& order) {
 
 }  // namespace
 
-TEST_CASE("starts with every block in ascending order", "[free_block_queue][upstream:test_kv_cache_utils.py::test_free_kv_cache_block_queue_initialization]") {
+TEST_CASE("starts with every block in ascending order", "[free_block_queue][upstream:test_kv_cache_utils.py::test_free_kv_cache_block_queue_initialization][upstream:test_kv_cache_utils.py::test_free_kv_cache_block_queue_get_all_free_blocks]") {
     const FreeBlockQueue q(5);
     CHECK(q.size() == 5);
     CHECK(q.to_vector() == Ids{0, 1, 2, 3, 4});
@@ -31,7 +31,7 @@ TEST_CASE("starts with every block in ascending order", "[free_block_queue][upst
 }
 
 // tests/v1/core/test_kv_cache_utils.py test_free_kv_cache_block_queue_operations
-TEST_CASE("upstream operations: popleft / remove middle / append / drain", "[free_block_queue][upstream:test_kv_cache_utils.py::test_free_kv_cache_block_queue_operations]") {
+TEST_CASE("upstream operations: popleft / remove middle / append / drain", "[free_block_queue][upstream:test_kv_cache_utils.py::test_free_kv_cache_block_queue_operations][upstream:test_kv_cache_utils.py::test_free_kv_cache_block_queue_get_all_free_blocks]") {
     FreeBlockQueue q(5);
     CHECK(q.popleft() == 0);
     CHECK(q.size() == 4);
