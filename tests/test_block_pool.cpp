@@ -59,7 +59,7 @@ TEST_CASE("get_new_blocks pops the head in order and sets ref_cnt 1", "[block_po
     CHECK(pool.num_free_blocks() == 2);  // a failed request pops nothing
 }
 
-TEST_CASE("touch takes a free block out of the queue and bumps ref_cnt", "[block_pool]") {
+TEST_CASE("touch takes a free block out of the queue and bumps ref_cnt", "[block_pool][upstream:test_kv_cache_utils.py::test_kv_cache_block]") {
     BlockPool pool(6, true, FreeOrder::fresh_head);
     const Ids a = pool.get_new_blocks(3);  // 1,2,3
     pool.cache_full_blocks({kH0, kH1, kH2}, a, 0, 3);
@@ -175,7 +175,7 @@ TEST_CASE("lazy eviction: a reused block loses its hash only when popped", "[blo
     CHECK(pool.block(1).ref_cnt == 1);
 }
 
-TEST_CASE("cache_full_blocks does not de-duplicate - lookup returns the first", "[block_pool]") {
+TEST_CASE("cache_full_blocks does not de-duplicate - lookup returns the first", "[block_pool][upstream:test_prefix_caching.py::test_block_lookup_cache_single_block_per_key][upstream:test_prefix_caching.py::test_block_lookup_cache_multi_blocks_per_key]") {
     BlockPool pool(6, true, FreeOrder::fresh_head);
     const Ids a = pool.get_new_blocks(2);  // 1,2
     const Ids b = pool.get_new_blocks(2);  // 3,4
@@ -197,7 +197,7 @@ TEST_CASE("cache_full_blocks does not de-duplicate - lookup returns the first", 
 }
 
 // tests/v1/core/test_prefix_caching.py test_cache_blocks
-TEST_CASE("upstream cache_full_blocks hashes only (num_cached / num_full)", "[block_pool]") {
+TEST_CASE("upstream cache_full_blocks hashes only (num_cached / num_full)", "[block_pool][upstream:test_prefix_caching.py::test_cache_blocks]") {
     BlockPool pool(5, true, FreeOrder::fresh_head);
     const std::vector<BlockHash> hashes = {kH0, kH1, kH2};  // 14 tokens at bs 4: 3 full blocks
     Ids blocks = pool.get_new_blocks(2);
@@ -243,7 +243,7 @@ TEST_CASE("cache_full_blocks requires prefix caching", "[block_pool]") {
 }
 
 // tests/v1/core/test_prefix_caching.py test_maybe_evict_cached_block, through evict_blocks.
-TEST_CASE("upstream maybe_evict: an entry goes only with its last block", "[block_pool]") {
+TEST_CASE("upstream maybe_evict: an entry goes only with its last block", "[block_pool][upstream:test_prefix_caching.py::test_maybe_evict_cached_block]") {
     BlockPool pool(5, true, FreeOrder::fresh_head);
     const Ids t = pool.get_new_blocks(4);  // 1,2,3,4
     pool.cache_full_blocks({kH0, kH1, kH2, kH0}, t, 0, 4);
@@ -268,7 +268,7 @@ TEST_CASE("upstream maybe_evict: an entry goes only with its last block", "[bloc
 }
 
 // tests/v1/core/test_prefix_caching.py test_reset_prefix_cache (pool level)
-TEST_CASE("reset_prefix_cache only when every block but the null block is free", "[block_pool]") {
+TEST_CASE("reset_prefix_cache only when every block but the null block is free", "[block_pool][upstream:test_prefix_caching.py::test_reset_prefix_cache]") {
     BlockPool pool(6, true, FreeOrder::fresh_head);
     const Ids t = pool.get_new_blocks(2);
     pool.cache_full_blocks({kH0, kH1}, t, 0, 2);

@@ -21,7 +21,7 @@ FreeBlockQueue queue_with(std::uint32_t capacity, const Ids& order) {
 
 }  // namespace
 
-TEST_CASE("starts with every block in ascending order", "[free_block_queue]") {
+TEST_CASE("starts with every block in ascending order", "[free_block_queue][upstream:test_kv_cache_utils.py::test_free_kv_cache_block_queue_initialization][upstream:test_kv_cache_utils.py::test_free_kv_cache_block_queue_get_all_free_blocks]") {
     const FreeBlockQueue q(5);
     CHECK(q.size() == 5);
     CHECK(q.to_vector() == Ids{0, 1, 2, 3, 4});
@@ -31,7 +31,7 @@ TEST_CASE("starts with every block in ascending order", "[free_block_queue]") {
 }
 
 // tests/v1/core/test_kv_cache_utils.py test_free_kv_cache_block_queue_operations
-TEST_CASE("upstream operations: popleft / remove middle / append / drain", "[free_block_queue]") {
+TEST_CASE("upstream operations: popleft / remove middle / append / drain", "[free_block_queue][upstream:test_kv_cache_utils.py::test_free_kv_cache_block_queue_operations][upstream:test_kv_cache_utils.py::test_free_kv_cache_block_queue_get_all_free_blocks]") {
     FreeBlockQueue q(5);
     CHECK(q.popleft() == 0);
     CHECK(q.size() == 4);
@@ -81,7 +81,7 @@ TEST_CASE("remove head / tail / and the only element", "[free_block_queue]") {
 }
 
 // tests/v1/core/test_kv_cache_utils.py test_free_kv_cache_block_queue_append_n
-TEST_CASE("upstream append_n keeps the given order at the tail", "[free_block_queue]") {
+TEST_CASE("upstream append_n keeps the given order at the tail", "[free_block_queue][upstream:test_kv_cache_utils.py::test_free_kv_cache_block_queue_append_n]") {
     FreeBlockQueue q = queue_with(6, {});
     q.append_n({});
     CHECK(q.size() == 0);
@@ -97,7 +97,7 @@ TEST_CASE("upstream append_n keeps the given order at the tail", "[free_block_qu
 }
 
 // tests/v1/core/test_kv_cache_utils.py test_free_kv_cache_block_queue_prepend_n
-TEST_CASE("upstream prepend_n puts ids(0) first / ahead of earlier prepends", "[free_block_queue]") {
+TEST_CASE("upstream prepend_n puts ids(0) first / ahead of earlier prepends", "[free_block_queue][upstream:test_kv_cache_utils.py::test_free_kv_cache_block_queue_prepend_n]") {
     FreeBlockQueue q = queue_with(6, {0});
     q.prepend_n({});
     CHECK(q.size() == 1);
@@ -124,7 +124,7 @@ TEST_CASE("prepend_n into an empty queue / then append_n behind it", "[free_bloc
 }
 
 // tests/v1/core/test_kv_cache_utils.py test_free_kv_cache_block_queue_popleft_n
-TEST_CASE("upstream popleft_n pops from the head in order", "[free_block_queue]") {
+TEST_CASE("upstream popleft_n pops from the head in order", "[free_block_queue][upstream:test_kv_cache_utils.py::test_free_kv_cache_block_queue_popleft_n]") {
     FreeBlockQueue q = queue_with(6, {1, 3, 5, 4, 0, 2});
     CHECK(q.size() == 6);
     CHECK(q.popleft_n(0).empty());

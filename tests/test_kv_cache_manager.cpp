@@ -56,7 +56,7 @@ bool hashed(const KVCacheManager& m, BlockId id) { return m.block_pool().block(i
 
 // test_prefix_caching.py test_prefill
 TEST_CASE("upstream test_prefill: hits / fresh-first free order / eviction order",
-          "[kv_cache_manager]") {
+          "[kv_cache_manager][upstream:test_prefix_caching.py::test_prefill]") {
     KVCacheManager m = make_manager(11);
     const auto common = common48();
 
@@ -127,7 +127,7 @@ TEST_CASE("test_prefill free order under the classic append-all rule (derived)",
 }
 
 // test_prefix_caching.py test_decode
-TEST_CASE("upstream test_decode: blocks appear when a slot needs them", "[kv_cache_manager]") {
+TEST_CASE("upstream test_decode: blocks appear when a slot needs them", "[kv_cache_manager][upstream:test_prefix_caching.py::test_decode]") {
     KVCacheManager m = make_manager(11);
     Request req0 = make_request("0", concat(common48(), repeat(3, 7)));
     CHECK(admit(m, req0, 55) == Ids{1, 2, 3, 4});
@@ -178,7 +178,7 @@ TEST_CASE("decode needing slot 49 allocates the 4th block / slots 50-64 do not",
 }
 
 // test_prefix_caching.py test_evict
-TEST_CASE("upstream test_evict: free order and hits on freed blocks", "[kv_cache_manager]") {
+TEST_CASE("upstream test_evict: free order and hits on freed blocks", "[kv_cache_manager][upstream:test_prefix_caching.py::test_evict]") {
     KVCacheManager m = make_manager(11);
     Request req0 = make_request("0", range(0, 5 * 16 + 7));
     CHECK(admit(m, req0, 5 * 16 + 7) == Ids{1, 2, 3, 4, 5, 6});
@@ -203,7 +203,7 @@ TEST_CASE("upstream test_evict: free order and hits on freed blocks", "[kv_cache
 
 // test_prefix_caching.py test_hash_block_correct_reuse
 TEST_CASE("upstream test_hash_block_correct_reuse: reused block drops its hash",
-          "[kv_cache_manager]") {
+          "[kv_cache_manager][upstream:test_prefix_caching.py::test_hash_block_correct_reuse]") {
     KVCacheManager m = make_manager(2);
     Request a = make_request("0", range(0, 16));
     CHECK(admit(m, a, 16) == Ids{1});
@@ -218,7 +218,7 @@ TEST_CASE("upstream test_hash_block_correct_reuse: reused block drops its hash",
 }
 
 // test_prefix_caching.py test_computed_blocks_not_evicted
-TEST_CASE("upstream test_computed_blocks_not_evicted", "[kv_cache_manager]") {
+TEST_CASE("upstream test_computed_blocks_not_evicted", "[kv_cache_manager][upstream:test_prefix_caching.py::test_computed_blocks_not_evicted]") {
     KVCacheManager m = make_manager(3);
     Request r0 = make_request("0", range(0, 16));
     CHECK(admit(m, r0, 16) == Ids{1});
@@ -237,7 +237,7 @@ TEST_CASE("upstream test_computed_blocks_not_evicted", "[kv_cache_manager]") {
 }
 
 // test_prefix_caching.py test_basic_prefix_caching_disabled, per FreeOrder.
-TEST_CASE("upstream test_basic_prefix_caching_disabled", "[kv_cache_manager]") {
+TEST_CASE("upstream test_basic_prefix_caching_disabled", "[kv_cache_manager][upstream:test_prefix_caching.py::test_basic_prefix_caching_disabled]") {
     struct Case {
         FreeOrder order;
         Ids queue_after_free;
@@ -443,7 +443,7 @@ TEST_CASE("external tokens after local hits", "[kv_cache_manager]") {
 }
 
 // test_kv_cache_utils.py test_allocate_with_lookahead (+ a max_model_len cap case)
-TEST_CASE("upstream lookahead slots are allocated but never hashed", "[kv_cache_manager]") {
+TEST_CASE("upstream lookahead slots are allocated but never hashed", "[kv_cache_manager][upstream:test_kv_cache_utils.py::test_allocate_with_lookahead]") {
     {
         KVCacheManager m = make_manager(10, 4, true, FreeOrder::fresh_head, 100);
         Request r = make_request("0", {}, 4);
@@ -585,7 +585,7 @@ TEST_CASE("a preempted request re-hits its own freed blocks", "[kv_cache_manager
 }
 
 TEST_CASE("reset_prefix_cache through the pool (upstream test_reset_prefix_cache)",
-          "[kv_cache_manager]") {
+          "[kv_cache_manager][upstream:test_prefix_caching.py::test_reset_prefix_cache]") {
     KVCacheManager m = make_manager(11);
     Request req0 = make_request("0", concat(common48(), repeat(3, 7)));
     CHECK(m.allocate_slots(req0, 55) == Ids{1, 2, 3, 4});

@@ -164,7 +164,7 @@ SchedulerOutput output_with(std::shared_ptr<const ConnectorMetadata> meta) {
 
 // ---------------------------------------------------------------- scheduler side
 
-TEST_CASE("multi first child with a match wins and every child is asked", "[multi]") {
+TEST_CASE("multi first child with a match wins and every child is asked", "[multi][upstream:test_multi_connector.py::test_multi_example_connector_consistency]") {
     MultiRig rig(3);
     rig[0].match = {0, false};
     rig[1].match = {5, true};
@@ -205,7 +205,7 @@ TEST_CASE("multi a pending child short-circuits the lookup", "[multi]") {
     CHECK(rig.multi->requests_to_connector() == std::map<std::string, int>{{"r", 0}});
 }
 
-TEST_CASE("multi update_state_after_alloc losers get the real blocks with variant real", "[multi]") {
+TEST_CASE("multi update_state_after_alloc losers get the real blocks with variant real", "[multi][upstream:test_multi_connector.py::test_multi_example_connector_consistency]") {
     MultiRig rig(3, require_variant("v0.29.0"));
     rig[1].match = {6, true};
     Request r = make_request("r");
@@ -313,7 +313,7 @@ TEST_CASE("multi request_finished with one or no delaying child", "[multi]") {
     CHECK(rig.multi->extra_async_saves().empty());
 }
 
-TEST_CASE("multi update_connector_output reaches every child", "[multi]") {
+TEST_CASE("multi update_connector_output reaches every child", "[multi][upstream:test_multi_connector.py::test_multi_connector_worker_metadata]") {
     MultiRig rig(2);
     KVConnectorOutput out;
     out.finished_recving = {"a"};
@@ -379,7 +379,7 @@ TEST_CASE("multi worker both children finishing in one step report once", "[mult
     CHECK(rig.multi->extra_async_saves().empty());
 }
 
-TEST_CASE("multi worker aggregates recving invalid blocks and store jobs", "[multi]") {
+TEST_CASE("multi worker aggregates recving invalid blocks and store jobs", "[multi][upstream:test_multi_connector.py::test_multi_connector_worker_metadata]") {
     MultiWorkerRig rig(2);
     KVConnectorOutput a;
     a.finished_recving = {"x"};

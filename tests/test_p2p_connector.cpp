@@ -335,7 +335,7 @@ TEST_CASE("p2p build_connector_meta fills the sections of its role and resets", 
     CHECK(cm.reqs_not_processed.empty());
 }
 
-TEST_CASE("p2p request_finished length capped with blocks delays and queues the send", "[p2p]") {
+TEST_CASE("p2p request_finished length capped with blocks delays and queues the send", "[p2p][upstream:test_mooncake_connector.py::test_scheduler_request_finished]") {
     // test_scheduler_request_finished @ d52c7b50f0c58f80d666bbac65dc3eb6c2d22a97: blocks [10,11] -> delay, send [[10,11]].
     EventLog log;
     MooncakeConnectorScheduler s(p2p_spec(KvRole::kv_producer), log);
@@ -359,7 +359,7 @@ TEST_CASE("p2p request_finished length capped without blocks frees at once", "[p
     CHECK(s.reqs_not_processed().empty());
 }
 
-TEST_CASE("p2p request_finished other finishes mark the transfer not processed", "[p2p]") {
+TEST_CASE("p2p request_finished other finishes mark the transfer not processed", "[p2p][upstream:test_mooncake_connector.py::test_scheduler_request_finished]") {
     EventLog log;
     for (RequestStatus status : {RequestStatus::finished_aborted, RequestStatus::finished_stopped,
                                  RequestStatus::finished_ignored, RequestStatus::finished_error}) {
@@ -457,7 +457,7 @@ TEST_CASE("p2p worker fixed load delay reports on the step after start plus dela
     CHECK(w.get_finished(3, {}).finished_recving.empty());
 }
 
-TEST_CASE("p2p worker load failure reports invalid blocks and finished_recving", "[p2p]") {
+TEST_CASE("p2p worker load failure reports invalid blocks and finished_recving", "[p2p][upstream:test_mooncake_connector_hma.py::test_worker_failed_recv_reports_block_ids_without_hma]") {
     WorkerRig rig;
     load_fail(rig.faults, "a");
     MooncakeConnectorWorker w(p2p_spec(KvRole::kv_consumer), rig.env);
@@ -597,7 +597,7 @@ TEST_CASE("p2p worker without an observer still completes", "[p2p]") {
 
 // ---------------------------------------------------------------- with the core scheduler
 
-TEST_CASE("p2p decode request loads asynchronously then runs without a second pull", "[p2p]") {
+TEST_CASE("p2p decode request loads asynchronously then runs without a second pull", "[p2p][upstream:test_mooncake_connector.py::test_basic_interface]") {
     EngineRig rig(KvRole::kv_consumer);
     rig.add("d", 10, 2, d_params());
     SchedulerOutput out0 = rig.run_step();

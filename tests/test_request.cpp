@@ -63,7 +63,7 @@ TEST_CASE("a new request starts WAITING with nothing computed", "[request]") {
     CHECK(r.max_tokens() == 16);
 }
 
-TEST_CASE("block hashes chain over full blocks only", "[request]") {
+TEST_CASE("block hashes chain over full blocks only", "[request][upstream:test_kv_cache_utils.py::test_hash_request_tokens_no_mm_inputs]") {
     const std::vector<TokenId> prompt = iota_tokens(100, 110);  // 2 full blocks of 4 + 2 tokens
     const Request r = make_request("a", prompt, 4);
     REQUIRE(r.block_hashes().size() == 2);
@@ -81,7 +81,7 @@ TEST_CASE("block hash boundaries: block_size-1 / block_size / block_size+1 token
     CHECK(make_request("d", {}, 16).block_hashes().empty());
 }
 
-TEST_CASE("equal content under a different parent hashes differently", "[request]") {
+TEST_CASE("equal content under a different parent hashes differently", "[request][upstream:test_kv_cache_utils.py::test_hash_block_tokens]") {
     // common * 2: block 1 has the same tokens as block 0 but a different parent.
     std::vector<TokenId> prompt(8, 7);
     const Request r = make_request("a", prompt, 4);

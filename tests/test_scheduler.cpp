@@ -176,7 +176,7 @@ TEST_CASE("async load: park / promote after finished_recving / recompute the las
     REQUIRE(h.req("r1").num_output_tokens() == 1);
 }
 
-TEST_CASE("abort while WAITING_FOR_REMOTE_KVS holds blocks until the load reports", "[scheduler][abort][async]") {
+TEST_CASE("abort while WAITING_FOR_REMOTE_KVS holds blocks until the load reports", "[scheduler][abort][async][upstream:test_scheduler.py::test_abort_request_waiting_for_remote_kvs]") {
     ConnectorSpec spec;
     spec.kind = "stand_in";
     StandInConnectorScheduler connector(spec);
@@ -202,7 +202,7 @@ TEST_CASE("abort while WAITING_FOR_REMOTE_KVS holds blocks until the load report
     REQUIRE(h.scheduler.kv_cache_manager().block_pool().num_free_blocks() == 15);
 }
 
-TEST_CASE("abort after the load reported but before promotion frees at once", "[scheduler][abort][async]") {
+TEST_CASE("abort after the load reported but before promotion frees at once", "[scheduler][abort][async][upstream:test_scheduler.py::test_abort_request_finished_recving]") {
     ConnectorSpec spec;
     spec.kind = "stand_in";
     StandInConnectorScheduler connector(spec);

@@ -22,7 +22,7 @@ const std::vector<BlockHash> kHashes = {0xa0, 0xa1, 0xa2};
 }  // namespace
 
 // upstream test_from_request_tracker_load_overrides_caller_skip_save
-TEST_CASE("from_request_tracker: a load with can_load overrides the caller's skip_save", "[store]") {
+TEST_CASE("from_request_tracker: a load with can_load overrides the caller's skip_save", "[store][upstream:test_mooncake_store_scheduler.py::test_from_request_tracker_load_overrides_caller_skip_save]") {
     RequestTracker t = tracker(48, 0);
     const LoadSpec load{0, 48, true, 0};
     auto meta = ReqMeta::from_request_tracker(t, 16, load, false, kHashes);
@@ -35,7 +35,7 @@ TEST_CASE("from_request_tracker: a load with can_load overrides the caller's ski
 }
 
 // upstream test_from_request_tracker_load_with_can_load_false_still_saves
-TEST_CASE("from_request_tracker: a load without can_load still saves and the load is dropped", "[store]") {
+TEST_CASE("from_request_tracker: a load without can_load still saves and the load is dropped", "[store][upstream:test_mooncake_store_scheduler.py::test_from_request_tracker_load_with_can_load_false_still_saves]") {
     RequestTracker t = tracker(48, 0);
     auto meta = ReqMeta::from_request_tracker(t, 16, LoadSpec{0, 48, false, 0}, false, kHashes);
     REQUIRE(meta);
@@ -45,7 +45,7 @@ TEST_CASE("from_request_tracker: a load without can_load still saves and the loa
 }
 
 // upstream test_from_request_tracker_no_load_saves_normally[48-False]
-TEST_CASE("from_request_tracker: no load saves normally and a repeat call returns None", "[store]") {
+TEST_CASE("from_request_tracker: no load saves normally and a repeat call returns None", "[store][upstream:test_mooncake_store_scheduler.py::test_from_request_tracker_no_load_saves_normally]") {
     RequestTracker t = tracker(48, 0);
     t.prefill_end_tokens = 48;
     auto meta = ReqMeta::from_request_tracker(t, 16, std::nullopt, false, kHashes);
@@ -145,7 +145,7 @@ TEST_CASE("RequestTracker update appends per group and rejects a group-count mis
 }
 
 // upstream test_preemption_resets_tracker (the tracker half)
-TEST_CASE("RequestTracker reset zeroes every field", "[store]") {
+TEST_CASE("RequestTracker reset zeroes every field", "[store][upstream:test_mooncake_store_scheduler.py::test_preemption_resets_tracker]") {
     RequestTracker t = tracker(44, 32, Groups{{0, 1}});
     t.has_pending_offload = true;
     t.prefill_end_tokens = 48;

@@ -42,7 +42,7 @@ KVCacheBlocks one_group(Ids ids) { return KVCacheBlocks{Groups{std::move(ids)}, 
 // ---- lookup (get_num_new_matched_tokens) ----
 
 // upstream test_full_external_hit_keeps_kvpool_cached_tokens_block_aligned
-TEST_CASE("store lookup: an external hit beyond the local hit becomes a LoadSpec", "[store]") {
+TEST_CASE("store lookup: an external hit beyond the local hit becomes a LoadSpec", "[store][upstream:test_mooncake_store_scheduler.py::test_full_external_hit_keeps_kvpool_cached_tokens_block_aligned]") {
     StoreFixture f;
     Request& req = f.request("req-0", 48);
     f.store_prefix(req, 2);
@@ -53,7 +53,7 @@ TEST_CASE("store lookup: an external hit beyond the local hit becomes a LoadSpec
     CHECK(f.scheduler->load_specs().at("req-0") == LoadSpec{16, 32, false, 0});
 }
 
-TEST_CASE("store lookup: a full hit is re-derived below the request end (worker lookup)", "[store]") {
+TEST_CASE("store lookup: a full hit is re-derived below the request end (worker lookup)", "[store][upstream:test_mooncake_store_scheduler.py::test_full_external_hit_keeps_kvpool_cached_tokens_block_aligned]") {
     // MooncakeStoreWorker.lookup: hit_length >= num_tokens -> find again at align(num_tokens - 1).
     CHECK(store_lookup_hit_tokens(KvStore{}, 48, {1, 2, 3}, 16) == 0);
     KvStore store;
@@ -72,7 +72,7 @@ TEST_CASE("store lookup: a full hit is re-derived below the request end (worker 
 }
 
 // upstream test_full_external_hit_with_full_local_hit_skips_load
-TEST_CASE("store lookup: no remote gain over the local hit writes no LoadSpec", "[store]") {
+TEST_CASE("store lookup: no remote gain over the local hit writes no LoadSpec", "[store][upstream:test_mooncake_store_scheduler.py::test_full_external_hit_with_full_local_hit_skips_load]") {
     StoreFixture f;
     Request& req = f.request("req-0", 48);
     f.store_prefix(req, 3);  // re-derived to 32
@@ -84,7 +84,7 @@ TEST_CASE("store lookup: no remote gain over the local hit writes no LoadSpec", 
 
 // upstream test_sub_block_prompt_not_looked_up_without_fine_grained and
 // test_disabled_lookup_reports_no_hit_without_querying_client
-TEST_CASE("store lookup: sub-block prompts and enable_lookup=false report no hit", "[store]") {
+TEST_CASE("store lookup: sub-block prompts and enable_lookup=false report no hit", "[store][upstream:test_mooncake_store_scheduler.py::test_sub_block_prompt_not_looked_up_without_fine_grained][upstream:test_mooncake_store_scheduler.py::test_disabled_lookup_reports_no_hit_without_querying_client]") {
     StoreFixture f;
     Request& small = f.request("small", 12);
     CHECK(f.scheduler->get_num_new_matched_tokens(small, 0).num_tokens == 0);
@@ -154,7 +154,7 @@ TEST_CASE("store update_state_after_alloc: the winner records its blocks and a l
 // ---- the pending-load branch (seed 000) ----
 
 // upstream test_pending_load_for_non_chosen_connector_is_dropped (#54643)
-TEST_CASE("store pending branch: a MultiConnector loser's LoadSpec is dropped under #54643", "[store]") {
+TEST_CASE("store pending branch: a MultiConnector loser's LoadSpec is dropped under #54643", "[store][upstream:test_mooncake_store_scheduler.py::test_pending_load_for_non_chosen_connector_is_dropped]") {
     StoreFixture f("v0.30.0");
     Request& req = f.request("req-0", 48);
     f.load_specs()["req-0"] = LoadSpec{0, 48, false, 0};
@@ -243,7 +243,7 @@ TEST_CASE("store v0.27.1: the loser's pending save keeps the tracker's () ids", 
 }
 
 // upstream test_pending_load_does_not_co_queue_save
-TEST_CASE("store pending branch: a pending load does not co-queue a save", "[store]") {
+TEST_CASE("store pending branch: a pending load does not co-queue a save", "[store][upstream:test_mooncake_store_scheduler.py::test_pending_load_does_not_co_queue_save]") {
     StoreFixture f;
     Request& req = f.request("req-0", 48);
     f.set_unfinished(req, Groups{{0, 1, 2}});
@@ -263,7 +263,7 @@ TEST_CASE("store pending branch: a pending load does not co-queue a save", "[sto
 
 // upstream test_cached_request_without_spec_decode_keeps_current_step_save_overlap and
 // test_running_request_not_in_resumed_req_ids_appends_blocks
-TEST_CASE("store cached step: a running request saves the block it completes", "[store]") {
+TEST_CASE("store cached step: a running request saves the block it completes", "[store][upstream:test_mooncake_store_scheduler.py::test_cached_request_without_spec_decode_keeps_current_step_save_overlap][upstream:test_mooncake_store_scheduler.py::test_running_request_not_in_resumed_req_ids_appends_blocks]") {
     StoreFixture f;
     f.running_request("req-0", 48, 48);
     auto meta = f.build(cached_step("req-0", Ids{2}, 44, 4, Snapshot{{"req-0", {0, 1, 2}}}));
@@ -283,7 +283,7 @@ TEST_CASE("store cached step: a running request saves the block it completes", "
 }
 
 // upstream test_cached_request_with_spec_decode_does_not_save_scheduled_drafts
-TEST_CASE("store cached step: scheduled drafts do not advance token_len", "[store]") {
+TEST_CASE("store cached step: scheduled drafts do not advance token_len", "[store][upstream:test_mooncake_store_scheduler.py::test_cached_request_with_spec_decode_does_not_save_scheduled_drafts]") {
     StoreFixture f;
     f.running_request("req-0", 44, 48);
     auto meta = f.build(cached_step("req-0", Ids{2}, 44, 4, Snapshot{{"req-0", {0, 1, 2}}}));
@@ -295,7 +295,7 @@ TEST_CASE("store cached step: scheduled drafts do not advance token_len", "[stor
 }
 
 // upstream test_decode_tracking_is_skipped_by_default[kv_consumer|kv_both]
-TEST_CASE("store cached step: decode tracking is skipped without save_decode_cache", "[store]") {
+TEST_CASE("store cached step: decode tracking is skipped without save_decode_cache", "[store][upstream:test_mooncake_store_scheduler.py::test_decode_tracking_is_skipped_by_default]") {
     for (KvRole role : {KvRole::kv_consumer, KvRole::kv_both}) {
         INFO(to_string(role));
         StoreFixture f("v0.29.0", role);
@@ -312,7 +312,7 @@ TEST_CASE("store cached step: decode tracking is skipped without save_decode_cac
 }
 
 // upstream test_consumer_saves_only_full_decode_blocks[46-32, 47-48]
-TEST_CASE("store cached step: a consumer with save_decode_cache saves only full decode blocks", "[store]") {
+TEST_CASE("store cached step: a consumer with save_decode_cache saves only full decode blocks", "[store][upstream:test_mooncake_store_scheduler.py::test_consumer_saves_only_full_decode_blocks]") {
     for (auto [token_len, saved] : {std::pair{46, 32}, std::pair{47, 48}}) {
         INFO(token_len);
         StoreFixture f("v0.29.0", KvRole::kv_consumer, 1, true);
@@ -336,7 +336,7 @@ TEST_CASE("store cached step: a consumer with save_decode_cache saves only full 
 }
 
 // upstream test_fresh_consumer_first_decode_save_can_backfill_missing_prompt (without token ids)
-TEST_CASE("store cached step: a fresh consumer's first decode save backfills the prompt", "[store]") {
+TEST_CASE("store cached step: a fresh consumer's first decode save backfills the prompt", "[store][upstream:test_mooncake_store_scheduler.py::test_fresh_consumer_first_decode_save_can_backfill_missing_prompt]") {
     StoreFixture f("v0.29.0", KvRole::kv_consumer, 1, true);
     Request& req = f.request("req-0", 32);
     f.scheduler->update_state_after_alloc(req, one_group({1, 2, 3}), 0);
@@ -385,7 +385,7 @@ TEST_CASE("store new step: a kv_both request saves its prompt but a consumer's p
 // ---- preemption and resumption ----
 
 // upstream test_preemption_resets_tracker
-TEST_CASE("store preemption resets the tracker and keeps the id unfinished", "[store]") {
+TEST_CASE("store preemption resets the tracker and keeps the id unfinished", "[store][upstream:test_mooncake_store_scheduler.py::test_preemption_resets_tracker]") {
     StoreFixture f;
     f.running_request("req-0", 44, 48);
     f.tracker("req-0").has_pending_offload = true;
@@ -401,7 +401,7 @@ TEST_CASE("store preemption resets the tracker and keeps the id unfinished", "[s
 }
 
 // upstream test_preemption_clears_stale_load_state
-TEST_CASE("store preemption clears stale load state", "[store]") {
+TEST_CASE("store preemption clears stale load state", "[store][upstream:test_mooncake_store_scheduler.py::test_preemption_clears_stale_load_state]") {
     StoreFixture f;
     Request& req = f.request("req-0", 48);
     f.set_unfinished(req, Groups{{10, 11, 12}});
@@ -413,7 +413,7 @@ TEST_CASE("store preemption clears stale load state", "[store]") {
 }
 
 // upstream test_resumed_from_preemption_with_load_skips_save / ..._without_load_still_saves
-TEST_CASE("store resumed step: a load skips the save and no load saves", "[store]") {
+TEST_CASE("store resumed step: a load skips the save and no load saves", "[store][upstream:test_mooncake_store_scheduler.py::test_resumed_from_preemption_with_load_skips_save][upstream:test_mooncake_store_scheduler.py::test_resumed_from_preemption_without_load_still_saves]") {
     for (bool with_load : {true, false}) {
         INFO(with_load);
         StoreFixture f;
@@ -431,7 +431,7 @@ TEST_CASE("store resumed step: a load skips the save and no load saves", "[store
 }
 
 // upstream test_resumed_request_in_resumed_req_ids_replaces_blocks
-TEST_CASE("store resumed step: the full table replaces a stale tracker", "[store]") {
+TEST_CASE("store resumed step: the full table replaces a stale tracker", "[store][upstream:test_mooncake_store_scheduler.py::test_resumed_request_in_resumed_req_ids_replaces_blocks]") {
     StoreFixture f;
     Request& req = f.request("req-0", 48);
     f.set_unfinished(req, Groups{{0, 1}});
@@ -448,7 +448,7 @@ TEST_CASE("store resumed step: the full table replaces a stale tracker", "[store
 // upstream test_preempted_request_readmitted_in_same_step[new|resumed] and
 // ..._with_pending_load_in_same_step expect the LATEST scheduler (it keeps entries allocated
 // this step). The modelled scheduler (@ a83dffb9ea007219cd877492e020ec6bee45c6a3) pops the entry on preemption first.
-TEST_CASE("store preempted and re-admitted in one step: the modelled scheduler loses the entry", "[store]") {
+TEST_CASE("store preempted and re-admitted in one step: the modelled scheduler loses the entry", "[store][upstream:test_mooncake_store_scheduler.py::test_preempted_request_readmitted_in_same_step][upstream:test_mooncake_store_scheduler.py::test_preempted_request_readmitted_with_pending_load_in_same_step]") {
     {
         StoreFixture f;
         Request& req = f.request("req-0", 48);
@@ -496,7 +496,7 @@ TEST_CASE("store finished ids drop every piece of per-request state", "[store]")
 // ---- store-job pins (#52372) ----
 
 // upstream test_store_job_blocks_are_released_once_every_rank_reports
-TEST_CASE("store pins: blocks are released once every rank reports", "[store]") {
+TEST_CASE("store pins: blocks are released once every rank reports", "[store][upstream:test_mooncake_store_scheduler.py::test_store_job_blocks_are_released_once_every_rank_reports]") {
     StoreFixture f("v0.29.0", KvRole::kv_both, 2);
     f.running_request("req-0", 48, 48);
     CHECK_FALSE(f.scheduler->has_pending_push_work());
