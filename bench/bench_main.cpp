@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/bench_fuzz_input.h"
 #include "bench/bench_traces.h"
 #include "fuzz/swarm/explore.h"
 #include "properties/harness/run_trace.h"
@@ -26,11 +27,12 @@ struct Sizes {
     int pool_requests = 0;
     int pool_decode = 0;
     int explore_seeds = 0;  // seeds per iteration
+    int fuzz_inputs = 0;    // traces per iteration of the fuzz_input benchmarks
     bool one_iteration = false;
 };
 
-Sizes full_sizes() { return {{64, 256, 1024, 4096}, 50, {1'000, 10'000, 100'000, 1'000'000}, 256, 64, 20, false}; }
-Sizes short_sizes() { return {{64, 256}, 3, {1'000, 10'000}, 8, 3, 2, true}; }
+Sizes full_sizes() { return {{64, 256, 1024, 4096}, 50, {1'000, 10'000, 100'000, 1'000'000}, 256, 64, 20, 50, false}; }
+Sizes short_sizes() { return {{64, 256}, 3, {1'000, 10'000}, 8, 3, 2, 2, true}; }
 
 // Every checker on; the text log off (nobody reads it), unless the benchmark is about it.
 RunOptions bench_run_options(bool text_log) { return RunOptions{.text_log = text_log}; }
@@ -98,6 +100,7 @@ void register_all(const Sizes& sizes) {
     auto* p = benchmark::RegisterBenchmark("pool", pool, sizes.pool_requests, sizes.pool_decode);
     for (int b : sizes.pool_blocks) p->Arg(b);
     shape(p);
+    register_fuzz_input(sizes.fuzz_inputs, sizes.one_iteration);
 }
 
 // "concurrency:N" or "pool:BLOCKS" -> the trace text of that benchmark (full sizes).

@@ -8,7 +8,8 @@
 //   kvsim-message: <the run's one-line message>
 // to stderr and aborts, so libFuzzer saves the input (trace text) as the crash artifact.
 // -kvsim_abort_on_any=1 (or KVSIM_FUZZ_ABORT_ON_ANY=1) aborts on known findings too (the canary),
-// with a third line `kvsim-known: <id>`.
+// with a third line `kvsim-known: <id>`. -kvsim_stop_on=SIG (or KVSIM_FUZZ_STOP_ON=SIG) aborts on the
+// first finding whose signature starts with SIG, known or not (scripts/bench's detection times).
 // Counts (executions, passes, ignored inputs, known findings by id) are printed at exit as one line
 //   kvsim-fuzz-stats: {"variant":...,"executions":N,"passed":N,"ignored":N,"known":{"id":N,...}}
 // and, with KVSIM_FUZZ_STATS=PREFIX, also kept in PREFIX.<pid>.json (rewritten every 500
@@ -46,6 +47,7 @@ namespace {
 
 constexpr std::string_view kVariantFlag = "-kvsim_variant=";
 constexpr std::string_view kAbortOnAnyFlag = "-kvsim_abort_on_any=";
+constexpr std::string_view kStopOnFlag = "-kvsim_stop_on=";
 constexpr std::uint64_t kStatsEvery = 500;
 
 // Every input by default: sampling changes which inputs libFuzzer keeps (the replay's coverage),
@@ -58,6 +60,7 @@ struct Campaign {
     std::uint64_t determinism_every = kDeterminismEvery;  // replay every Nth input twice; 0: never
     std::uint64_t inputs = 0;
     bool abort_on_any = false;
+    std::string stop_on;     // non-empty: abort on a finding whose signature starts with it
     std::string stats_path;  // empty: counts only printed at exit
     std::uint64_t executions = 0, passed = 0, ignored = 0;
     std::map<std::string, std::uint64_t> known;  // registry id -> runs
@@ -123,6 +126,8 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     std::string name;
     if (const char* env = std::getenv("KVSIM_FUZZ_VARIANT"); env != nullptr && *env != '\0') name = env;
     bool abort_on_any = flag_on(std::getenv("KVSIM_FUZZ_ABORT_ON_ANY"));
+    std::string stop_on;
+    if (const char* env = std::getenv("KVSIM_FUZZ_STOP_ON"); env != nullptr) stop_on = env;
     // -kvsim_variant=V, -kvsim_abort_on_any=1: taken out of argv so that libFuzzer does not warn
     // about an unknown flag.
     int kept = 0;
@@ -134,6 +139,10 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
         }
         if (i > 0 && std::strncmp(arg, kAbortOnAnyFlag.data(), kAbortOnAnyFlag.size()) == 0) {
             abort_on_any = flag_on(arg + kAbortOnAnyFlag.size());
+            continue;
+        }
+        if (i > 0 && std::strncmp(arg, kStopOnFlag.data(), kStopOnFlag.size()) == 0) {
+            stop_on = arg + kStopOnFlag.size();
             continue;
         }
         (*argv)[kept++] = (*argv)[i];
@@ -150,10 +159,12 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     // fork/jobs mode re-runs this binary with libFuzzer's view of argv: keep the variant in the environment
     setenv("KVSIM_FUZZ_VARIANT", name.c_str(), 1);
     setenv("KVSIM_FUZZ_ABORT_ON_ANY", abort_on_any ? "1" : "0", 1);
+    setenv("KVSIM_FUZZ_STOP_ON", stop_on.c_str(), 1);
     g_campaign = new Campaign{.variant_name = name,
                               .variant = *variant,
                               .determinism_every = determinism_every(),
-                              .abort_on_any = abort_on_any};
+                              .abort_on_any = abort_on_any,
+                              .stop_on = stop_on};
     if (const char* stats = std::getenv("KVSIM_FUZZ_STATS"); stats != nullptr && *stats != '\0')
         g_campaign->stats_path = std::string(stats) + "." + std::to_string(::getpid()) + ".json";
     std::atexit(&print_stats_at_exit);
@@ -194,7 +205,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;
     }
     const kvsim::KnownEntry* known = kvsim::classify(kvsim::builtin_registry(), trace, g_campaign->variant, result);
-    if (known == nullptr || g_campaign->abort_on_any)
+    const bool stop = !g_campaign->stop_on.empty() && result.signature.starts_with(g_campaign->stop_on);
+    if (known == nullptr || g_campaign->abort_on_any || stop)
         report(kvsim::to_string(result.verdict), result.signature, result.message, known);
     ++g_campaign->known[known->id];
     return 0;

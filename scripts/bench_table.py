@@ -45,7 +45,8 @@ def main():
     table.append(("kvsim explore (v0.30.0) traces/s", traces, "", ""))
     running = sorted(int(n.split("/")[1]) for n in rows if n.startswith("concurrency/"))  # text log off
     for n in running:
-        table.append((f"request-steps/s, N = {n:,} running", counter(f"concurrency/{n}", "request_steps_per_s"), "", ""))
+        table.append((f"request-steps/s, N = {n:,} running", counter(f"concurrency/{n}", "request_steps_per_s"), "",
+                      "goal >= 1,000,000"))
     if len(running) > 1:
         lo, hi = running[0], running[-1]
         ratio = counter(f"concurrency/{lo}", "request_steps_per_s") / counter(f"concurrency/{hi}", "request_steps_per_s")
@@ -59,6 +60,17 @@ def main():
     if len(pools) > 1:
         ratio = counter(f"pool/{pools[-1]}", "s_per_step") / counter(f"pool/{pools[0]}", "s_per_step")
         table.append((f"ratio: time per step, {pools[-1]:,} / {pools[0]:,} blocks", ratio, "x", "goal <= 1.5"))
+    per_input = {k: counter(f"fuzz_input_{k}", "s_per_input") for k in ("parse", "print", "mutate", "run")}
+    if any(v is not None for v in per_input.values()):
+        table.append(("fuzz input: parse", per_input["parse"], "s", ""))
+        table.append(("fuzz input: print", per_input["print"], "s", ""))
+        table.append(("fuzz input: custom mutator (parse, mutate, normalize, print)", per_input["mutate"], "s", ""))
+        table.append(("fuzz input: run (no replay, no text log)", per_input["run"], "s", ""))
+        if all(v is not None for v in per_input.values()):
+            parse_print = per_input["parse"] + per_input["print"]
+            table.append(("share: parse + print / the mutator's call", parse_print / per_input["mutate"], "%", ""))
+            table.append(("share: parse + print / (mutator + run)",
+                          parse_print / (per_input["mutate"] + per_input["run"]), "%", ""))
     if len(sys.argv) > 2:
         for line in open(sys.argv[2]):
             measure, value, note = line.rstrip("\n").split("\t")
@@ -67,7 +79,14 @@ def main():
     width = max(len(m) for m, *_ in table)
     print(f"{'measure':<{width}}  {'value':>12}  note")
     for measure, value, unit, note in table:
-        shown = "missing" if value is None else (f"x{value:.2f}" if unit == "x" else number(value, unit))
+        if value is None:
+            shown = "missing"
+        elif unit == "x":
+            shown = f"x{value:.2f}"
+        elif unit == "%":
+            shown = f"{100 * value:.1f} %"
+        else:
+            shown = number(value, unit)
         print(f"{measure:<{width}}  {shown:>12}  {note}".rstrip())
     for e in errors:
         print(f"bench: {e}", file=sys.stderr)

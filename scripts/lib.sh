@@ -48,6 +48,13 @@ find_traces() {
   find "$@" -type f -name '*.trace' | LC_ALL=C sort
 }
 
+# fuzz_trace_options: the libFuzzer flags of fuzz/kvsim_fuzz_trace.options that shape the search
+# (entropic, use_cmp, len_control, max_len), as "-key=value" words for a command line.
+fuzz_trace_options() {
+  awk -F' *= *' '/^(entropic|use_cmp|len_control|max_len) *=/ { printf "-%s=%s ", $1, $2 }' \
+    fuzz/kvsim_fuzz_trace.options
+}
+
 # print_tally LABEL PASSED FAILED: the summary line scripts/test collects, "LABEL: N passed, M failed".
 print_tally() {
   echo "$1: $2 passed, $3 failed"

@@ -1,0 +1,94 @@
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/common/ordered_map.h"
+#include "sim/common/prng.h"
+
+using namespace kvsim;
+using Pairs = std::vector<std::pair<std::string, int>>;
+
+namespace {
+
+Pairs contents(const OrderedMap<int>& map) {
+    Pairs out;
+    for (const auto& [key, value] : map) out.emplace_back(key, value);
+    return out;
+}
+
+// The reference: a Python dict as a vector of pairs (linear lookup, erase keeps the rest's order).
+struct ReferenceDict {
+    Pairs entries;
+    int* find(const std::string& key) {
+        for (auto& [k, v] : entries)
+            if (k == key) return &v;
+        return nullptr;
+    }
+    bool erase(const std::string& key) {
+        for (auto it = entries.begin(); it != entries.end(); ++it)
+            if (it->first == key) {
+                entries.erase(it);
+                return true;
+            }
+        return false;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("iterates in insertion order; a re-inserted key goes last", "[ordered_map]") {
+    OrderedMap<int> map;
+    map["b"] = 1;
+    map["a"] = 2;
+    map["c"] = 3;
+    map["a"] = 4;  // an update keeps the position
+    CHECK(contents(map) == Pairs{{"b", 1}, {"a", 4}, {"c", 3}});
+    CHECK(map.erase("a") == std::optional<int>(4));
+    CHECK_FALSE(map.erase("a").has_value());
+    CHECK(contents(map) == Pairs{{"b", 1}, {"c", 3}});
+    map["a"] = 5;
+    CHECK(contents(map) == Pairs{{"b", 1}, {"c", 3}, {"a", 5}});
+    CHECK(map.size() == 3);
+    CHECK(map.at("c") == 3);
+    CHECK_THROWS_AS(map.at("z"), std::out_of_range);
+    map.clear();
+    CHECK(map.empty());
+    CHECK(map.begin() == map.end());
+}
+
+TEST_CASE("agrees with a reference dict over random inserts, updates and erases", "[ordered_map]") {
+    Prng rng(7);
+    OrderedMap<int> map;
+    ReferenceDict dict;
+    for (int op = 0; op < 20'000; ++op) {
+        const std::string key = "r" + std::to_string(rng.below(200));
+        if (rng.chance(2, 5)) {
+            const bool had = dict.erase(key);
+            CHECK(map.erase(key).has_value() == had);
+        } else {
+            map[key] = op;
+            if (int* v = dict.find(key)) *v = op;
+            else dict.entries.emplace_back(key, op);
+        }
+        if (op % 97 == 0) REQUIRE(contents(map) == dict.entries);
+        REQUIRE(map.size() == dict.entries.size());
+        REQUIRE(map.contains(key) == (dict.find(key) != nullptr));
+    }
+    CHECK(contents(map) == dict.entries);
+}
+
+TEST_CASE("erasing most entries compacts without losing order or move-only values", "[ordered_map]") {
+    OrderedMap<std::unique_ptr<int>> map;
+    for (int i = 0; i < 100; ++i) map["k" + std::to_string(i)] = std::make_unique<int>(i);
+    for (int i = 0; i < 100; ++i)
+        if (i % 10 != 0) CHECK(*map.erase("k" + std::to_string(i)).value() == i);
+    std::vector<int> left;
+    for (const auto& [key, value] : map) left.push_back(*value);
+    CHECK(left == std::vector<int>{0, 10, 20, 30, 40, 50, 60, 70, 80, 90});
+    CHECK(**map.find("k50") == 50);
+}
