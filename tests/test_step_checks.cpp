@@ -85,7 +85,7 @@ TEST_CASE("a bad check line is one file:line:field error", "[step_checks]") {
     CHECK(input_error(kScenario + "@0 check pool free=1 variants=v9\n").starts_with("t.trace:8: check.variants: "));
 }
 
-TEST_CASE("upstream's values pass; a planted wrong value is the verdict mismatch", "[step_checks]") {
+TEST_CASE("upstream values pass and a planted wrong value is the verdict mismatch", "[step_checks]") {
     const RunResult good = run_text(kScenario + kChecks);
     CHECK(good.verdict == Verdict::pass);
     CHECK(good.findings.empty());
@@ -123,7 +123,7 @@ TEST_CASE("checks never change the run: digest and steps with and without them",
     CHECK(run_trace(trace, require_variant("v0.30.0"), off).verdict == Verdict::pass);
 }
 
-TEST_CASE("an expect line documents an expected mismatch; kvsim run exits 5 on one", "[step_checks][cli]") {
+TEST_CASE("an expect line documents an expected mismatch and kvsim run exits 5 on one", "[step_checks][cli]") {
     const std::string text = kScenario + "expect v0.30.0 mismatch signature=mismatch:pool.free\n@0 check pool free=1\n";
     const Trace trace = parse_trace(text, "t.trace");
     const RunResult result = run_trace(trace, require_variant("v0.30.0"));
