@@ -78,7 +78,8 @@ TEST_CASE("registry: every failing expect line of the corpus is a known finding"
         const std::string relative = fs::relative(f.path(), kRepo).string();
         const Trace trace = load(relative);
         for (const Expectation& x : trace.expectations) {
-            if (x.verdict == Verdict::pass) continue;
+            // a documented step-check mismatch (corpus/conformance) is a statement about upstream, not a finding
+            if (x.verdict == Verdict::pass || x.verdict == Verdict::mismatch) continue;
             ++failing;
             INFO(relative << " under " << x.variant);
             CHECK(classified(trace, x.variant) != nullptr);

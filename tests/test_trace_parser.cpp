@@ -303,7 +303,7 @@ TEST_CASE("roles and verdicts: to_string and parse agree with the schema choices
     for (auto c : role.choices) CHECK(parse_role(c).has_value());
     const auto& verdict = expect_schema().rows[1].spec;
     REQUIRE(verdict.name == "verdict");
-    CHECK(verdict.choices.size() == 5);
+    CHECK(verdict.choices.size() == 6);
     for (auto c : verdict.choices) CHECK(parse_verdict(c).has_value());
 }
 

@@ -51,6 +51,12 @@ std::string Finding::message() const {
         case FindingKind::liveness:
             return fmt::format("step limit {} reached: {} request(s) unfinished, {} finished but holding blocks",
                                fact("max_steps").value_or(0), fact("unfinished").value_or(0), fact("held").value_or(0));
+        case FindingKind::mismatch: {
+            const std::string item = fact_text("check_id");
+            return fmt::format("check {}{}{} {}: expected {}, got {} at step {}", fact_text("check_kind"),
+                               item.empty() ? "" : " ", item, fact_text("key"), fact_text("expected"), fact_text("got"),
+                               step);
+        }
         case FindingKind::nondeterminism:
             return fmt::format("two replays disagree: digest {} vs {}", fact_text("first_digest"),
                                fact_text("second_digest"));

@@ -13,13 +13,14 @@
 
 namespace kvsim {
 
-enum class FindingKind { violation, crash, liveness, nondeterminism, internal };
-inline constexpr EnumNames<FindingKind, 5> kFindingKindNames = {{
+enum class FindingKind { violation, crash, liveness, nondeterminism, internal, mismatch };
+inline constexpr EnumNames<FindingKind, 6> kFindingKindNames = {{
     {FindingKind::violation, "violation"},
     {FindingKind::crash, "crash"},
     {FindingKind::liveness, "liveness"},
     {FindingKind::nondeterminism, "nondeterminism"},
     {FindingKind::internal, "internal"},
+    {FindingKind::mismatch, "mismatch"},  // a step check of the trace read another value
 }};
 std::string_view to_string(FindingKind kind);
 
@@ -44,7 +45,8 @@ struct UpstreamCrash {
 struct Finding {
     FindingKind kind = FindingKind::violation;
     // The invariant (violation, liveness, nondeterminism) or assertion (crash) id;
-    // "kvsim_internal_error" for kvsim's own failed precondition.
+    // "kvsim_internal_error" for kvsim's own failed precondition; "KIND.KEY" for a check mismatch
+    // (its facts: check_kind, check_id, key, expected, got).
     std::string id;
     int step = 0;
     std::string request;

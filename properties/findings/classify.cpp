@@ -165,7 +165,8 @@ bool entry_matches(const KnownEntry& entry, const Trace& trace, const Variant& v
 
 const KnownEntry* classify(const Registry& registry, const Trace& trace, const Variant& variant,
                            const RunResult& result) {
-    if (result.internal_error || result.verdict == Verdict::pass) return nullptr;
+    // A check mismatch is the trace's own statement failing, never a known cause.
+    if (result.internal_error || result.verdict == Verdict::pass || result.verdict == Verdict::mismatch) return nullptr;
     for (const KnownEntry& e : registry.entries)
         if (entry_matches(e, trace, variant, result)) return &e;
     return nullptr;

@@ -87,7 +87,8 @@ void parse_signature(KnownEntry& e, const Line& line) {
     SignatureMatch s{word(line, 0, "the signature"), field_matches(line, 1)};
     const auto colon = s.signature.find(':');
     const auto kind = parse_enum(kFindingKindNames, std::string_view(s.signature).substr(0, colon));
-    if (colon == std::string::npos || colon + 1 == s.signature.size() || !kind || *kind == FindingKind::internal)
+    if (colon == std::string::npos || colon + 1 == s.signature.size() || !kind || *kind == FindingKind::internal ||
+        *kind == FindingKind::mismatch)  // a check mismatch is the trace's own statement, never a known cause
         fail(line, "signature", fmt::format("'{}' is not KIND:ID (violation, crash, liveness, nondeterminism)", s.signature));
     for (const auto& f : s.finding_fields) require_one_of(line, f.key, kFindingFields, "finding field");
     e.signatures.push_back(std::move(s));

@@ -8,6 +8,7 @@ inline constexpr int kViolation = 1;
 inline constexpr int kCrash = 2;
 inline constexpr int kLiveness = 3;
 inline constexpr int kNondeterminism = 4;
+inline constexpr int kMismatch = 5;  // a step check of the trace read another value than it states
 inline constexpr int kUsage = 64;
 inline constexpr int kInputError = 65;
 inline constexpr int kInternalError = 70;  // a bug in kvsim itself, not in the modelled code
@@ -19,6 +20,7 @@ constexpr int of(Verdict v) {
         case Verdict::crash: return kCrash;
         case Verdict::liveness: return kLiveness;
         case Verdict::nondeterminism: return kNondeterminism;
+        case Verdict::mismatch: return kMismatch;
     }
     return kInternalError;
 }

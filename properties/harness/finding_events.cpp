@@ -46,6 +46,7 @@ void log_finding(EventLog& log, const Finding& f) {
                 .integer("held", f.fact("held").value_or(0));
             return;
         case FindingKind::nondeterminism: return;  // judged after the run: not in its log
+        case FindingKind::mismatch: return;        // checks never change the run, nor its log
     }
 }
 

@@ -1,6 +1,7 @@
 #include "properties/harness/run_trace.h"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <stdexcept>
 
 #include "properties/checkers/checker.h"
@@ -9,6 +10,7 @@
 #include "properties/checkers/worker_access_checker.h"
 #include "properties/harness/finding_events.h"
 #include "properties/lifecycle/lifecycle_graph.h"
+#include "properties/step_checks/step_check_evaluator.h"
 #include "sim/common/upstream_assertion.h"
 #include "sim/engine/engine.h"
 
@@ -29,6 +31,7 @@ void conclude(Engine& engine, RunResult& result, std::vector<Finding> findings) 
         case FindingKind::liveness: result.verdict = Verdict::liveness; break;
         case FindingKind::nondeterminism: result.verdict = Verdict::nondeterminism; break;
         case FindingKind::internal: result.internal_error = true; break;
+        case FindingKind::mismatch: result.verdict = Verdict::mismatch; break;
     }
     result.signature = first.signature();
     result.message = first.message();
@@ -78,6 +81,30 @@ void sweep_after_last_step(Engine& engine, int last_step, const std::vector<std:
     conclude_on_violations(engine, last_step, violations, result);
 }
 
+Finding mismatch_finding(const CheckMismatch& m) {
+    Finding f;
+    f.kind = FindingKind::mismatch;
+    f.id = fmt::format("{}.{}", to_string(m.kind), m.key);
+    f.step = m.step;
+    if (m.kind != CheckKind::block) f.request = m.id;
+    const auto text = [](std::string_view key, std::string value) {
+        return Field{.key = key, .kind = FieldKind::text, .value = std::move(value)};
+    };
+    f.facts = {text("check_kind", std::string(to_string(m.kind))), text("check_id", m.id), text("key", m.key),
+               text("expected", m.expected), text("got", m.got),
+               Field{.key = "line", .kind = FieldKind::integer, .value = std::int64_t{m.line}}};
+    return f;
+}
+
+// The checks' mismatches: the verdict when nothing else failed, else listed after the findings.
+void conclude_checks(Engine& engine, const StepCheckEvaluator& checks, RunResult& result) {
+    std::vector<Finding> mismatches;
+    for (const CheckMismatch& m : checks.mismatches()) mismatches.push_back(mismatch_finding(m));
+    if (mismatches.empty()) return;
+    if (result.findings.empty() && !result.internal_error) return conclude(engine, result, std::move(mismatches));
+    for (Finding& f : mismatches) result.findings.push_back(std::move(f));
+}
+
 void take_log(Engine& engine, bool render_text, RunResult& result) {
     if (render_text) {
         result.log = engine.log().text();
@@ -86,12 +113,21 @@ void take_log(Engine& engine, bool render_text, RunResult& result) {
     result.events = engine.log().take_events();
 }
 
+// The evaluator of the trace's checks; none without checks (or with RunOptions::step_checks off).
+std::optional<StepCheckEvaluator> attach_checks(const Trace& trace, const Variant& variant, const RunOptions& options) {
+    if (!options.step_checks || trace.checks.empty()) return std::nullopt;
+    std::optional<StepCheckEvaluator> checks(std::in_place, trace, variant.name);
+    return checks;
+}
+
 RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions& options) {
     RunResult result;
     Engine engine(trace, variant);
     WorkerAccessChecker access_checker(engine.scheduler());
     engine.set_observer(&access_checker);
     const auto checkers = make_core_checkers();
+    std::optional<StepCheckEvaluator> checks = attach_checks(trace, variant, options);
+    if (checks) engine.set_schedule_probe([&](const SchedulerOutput& batch) { checks->after_schedule(engine, batch); });
     std::optional<TimelineRecorder> recorder;
     if (options.record_timeline) recorder.emplace(engine);
     const int max_steps = trace.run.max_steps;
@@ -114,12 +150,14 @@ RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions&
         const bool full_sweep = step - last_swept >= period;
         if (full_sweep) last_swept = step;
         last_run = step;
+        if (checks) checks->before_step(engine, step);
         const bool go_on = run_and_check_step(engine, step, full_sweep, access_checker, checkers, result);
         if (recorder) recorder->record(step);
         if (!go_on) {
             ended = true;
             break;
         }
+        if (checks) checks->after_step(engine, step);
         ++step;
     }
     result.steps = ended ? step + 1 : step;
@@ -130,6 +168,10 @@ RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions&
     if (!ended && !finished) {
         engine.log().set_step(step);
         if (auto stuck = LivenessChecker().check_at_step_limit(engine, max_steps)) conclude(engine, result, {*stuck});
+    }
+    if (checks) {
+        if (!ended) checks->after_run(engine);
+        conclude_checks(engine, *checks, result);
     }
     take_log(engine, options.text_log || options.check_determinism, result);
     if (recorder) result.timeline = recorder->finish(result.events);

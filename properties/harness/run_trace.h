@@ -44,6 +44,9 @@ struct RunOptions {
     // every `sweep_period` steps and after the last step. 0: by pool size (1 up to
     // kBlocksPerSweepStep blocks, so small pools are swept every step).
     int sweep_period = 0;
+    // Evaluate the trace's `@STEP check` lines (they read the state, never change the run); a
+    // difference is the verdict mismatch when nothing else failed. The fuzz target turns them off.
+    bool step_checks = true;
 };
 
 inline constexpr int kBlocksPerSweepStep = 1024;

@@ -104,6 +104,7 @@ void Engine::run_step(int step) {
     apply_events(step);
     const SchedulerOutput output = scheduler_->schedule(step);
     last_connector_metadata_ = output.kv_connector_metadata;
+    if (schedule_probe_) schedule_probe_(output);
     const ModelRunnerOutput runner_output = execute_model(step, output);
     scheduler_->update_from_output(output, runner_output);
 }

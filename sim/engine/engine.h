@@ -2,6 +2,7 @@
 // The engine loop of one run: events -> schedule() -> worker -> update_from_output.
 // vllm/v1/engine/core.py EngineCore.step (synchronous, one batch in flight)
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -23,6 +24,10 @@ public:
 
     // Judges every worker block access as it happens (null: nobody watches).
     void set_observer(WorkerObserver* observer) { env_.observer = observer; }
+
+    // Called after schedule() (and build_connector_meta) of every step, before the worker runs:
+    // a reader of the state there (the step checks' at=schedule). It must not change the run.
+    void set_schedule_probe(std::function<void(const SchedulerOutput&)> probe) { schedule_probe_ = std::move(probe); }
 
     // Runs step `step`: applies its events, then one schedule/execute/update round.
     // Throws UpstreamAssertion when the modelled engine dies.
@@ -66,6 +71,7 @@ private:
     std::size_t next_event_ = 0;
     int last_step_ = -1;
     std::shared_ptr<const ConnectorMetadata> last_connector_metadata_;
+    std::function<void(const SchedulerOutput&)> schedule_probe_;
 };
 
 // The token the modelled model samples at `position` of a request: a pure function,

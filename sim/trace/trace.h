@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/common/enum_names.h"
+#include "sim/trace/step_check.h"
 #include "sim/variant/variant.h"
 
 namespace kvsim {
@@ -97,7 +98,7 @@ struct Segment {
     bool operator==(const Segment&) const = default;
 };
 
-enum class Verdict { pass, violation, crash, liveness, nondeterminism };
+enum class Verdict { pass, violation, crash, liveness, nondeterminism, mismatch };
 
 struct Expectation {
     std::string variant;
@@ -159,6 +160,7 @@ struct Trace {
     std::vector<Segment> segments;
     std::vector<Expectation> expectations;
     std::vector<Event> events;
+    std::vector<StepCheck> checks;  // `@STEP check` lines, in file order; never seen by the engine
 
     bool operator==(const Trace&) const = default;
 
@@ -172,12 +174,13 @@ inline constexpr EnumNames<KvRole, 3> kKvRoleNames = {{
     {KvRole::kv_producer, "kv_producer"},
     {KvRole::kv_both, "kv_both"},
 }};
-inline constexpr EnumNames<Verdict, 5> kVerdictNames = {{
+inline constexpr EnumNames<Verdict, 6> kVerdictNames = {{
     {Verdict::pass, "pass"},
     {Verdict::violation, "violation"},
     {Verdict::crash, "crash"},
     {Verdict::liveness, "liveness"},
     {Verdict::nondeterminism, "nondeterminism"},
+    {Verdict::mismatch, "mismatch"},  // a step check read another value than it states
 }};
 inline constexpr EnumNames<FaultKind, 4> kFaultKindNames = {{
     {FaultKind::store_delay, "store_delay"},

@@ -171,13 +171,24 @@ private:
         e.line = line_;
         const std::string_view kind = tokens[1];
         const auto args = tokens.subspan(2);
+        if (kind == kCheckKeyword) return check(e, args);
         if (kind == arrive_schema().keyword) e.body = parse_line(arrive_schema(), args);
         else if (kind == abort_schema().keyword) e.body = parse_line(abort_schema(), args);
         else if (kind == fault_schema().keyword) e.body = parse_line(fault_schema(), args);
         else
-            fail("event", fmt::format("unknown event kind {} (kinds: {})", quote(kind),
-                                      join_names(event_kinds(), ", ")));
+            fail("event", fmt::format("unknown event kind {} (kinds: {}, {})", quote(kind),
+                                      join_names(event_kinds(), ", "), kCheckKeyword));
         trace_.events.push_back(std::move(e));
+    }
+
+    // "@STEP check ...": a step check, kept apart from the events (step_check.h).
+    void check(const Event& at, std::span<const std::string_view> args) {
+        if (trace_.checks.size() >= static_cast<std::size_t>(limits::kMaxEvents))
+            fail("check", fmt::format("more than {} check lines", limits::kMaxEvents));
+        CheckError error;
+        auto body = parse_check(args, &error);
+        if (!body) fail(error.field, error.message);
+        trace_.checks.push_back(StepCheck{.step = at.step, .body = std::move(*body), .line = at.line});
     }
 
     template <class T>
@@ -282,6 +293,7 @@ public:
         store();
         expectations();
         events();
+        checks();
     }
 
 private:
@@ -469,6 +481,23 @@ private:
             }
             printable(e.line, "event", format_line(e));
             previous = &e;
+        }
+    }
+
+    // Check lines: steps as for events (non-decreasing among check lines), and every rule of validate_check.
+    void checks() const {
+        const StepCheck* previous = nullptr;
+        for (const StepCheck& c : t_.checks) {
+            if (auto bad = check_value(event_step_spec(), Value{std::int64_t{c.step}})) fail(c.line, "check.step", *bad);
+            if (previous && c.step < previous->step)
+                fail(c.line, "check.step", fmt::format("step {} is before step {} of the previous check (line {})",
+                                                       c.step, previous->step, previous->line));
+            if (c.step >= t_.run.max_steps)
+                fail(c.line, "check.step",
+                     fmt::format("step {} is not below run.max_steps {}", c.step, t_.run.max_steps));
+            if (auto bad = validate_check(c.body)) fail(c.line, bad->field, bad->message);
+            printable(c.line, "check", format_line(c));
+            previous = &c;
         }
     }
 

@@ -48,6 +48,8 @@ std::string format_line(const Event& event) {
     return fmt::format("@{} {}", event.step, std::visit(Body{}, event.body));
 }
 
+std::string format_line(const StepCheck& check) { return fmt::format("@{} {}", check.step, format_check(check.body)); }
+
 std::string print_trace(const Trace& trace) {
     std::string out = format_header(trace) + '\n';
     out += format_line(trace.engine) + '\n';
@@ -57,7 +59,13 @@ std::string print_trace(const Trace& trace) {
     for (const auto& s : trace.segments) out += format_line(s) + '\n';
     for (const auto& s : trace.store) out += format_line(s) + '\n';
     for (const auto& e : trace.expectations) out += format_line(e) + '\n';
-    for (const auto& e : trace.events) out += format_line(e) + '\n';
+    // Events and checks, merged by step; at one step the events come first.
+    std::size_t c = 0;
+    for (const auto& e : trace.events) {
+        for (; c < trace.checks.size() && trace.checks[c].step < e.step; ++c) out += format_line(trace.checks[c]) + '\n';
+        out += format_line(e) + '\n';
+    }
+    for (; c < trace.checks.size(); ++c) out += format_line(trace.checks[c]) + '\n';
     return out;
 }
 

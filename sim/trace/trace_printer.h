@@ -25,5 +25,6 @@ std::string format_line(const StoreEntry& entry);
 std::string format_line(const Segment& segment);
 std::string format_line(const Expectation& expectation);
 std::string format_line(const Event& event);
+std::string format_line(const StepCheck& check);
 
 }  // namespace kvsim

@@ -614,6 +614,7 @@ std::string format_help() {
     describe(kArrive, true, out);
     describe(kAbort, true, out);
     describe(kFault, true, out);
+    out += check_format_help();
     out += fmt::format(
         "\nA key marked \"KIND only\" is an error on a line of another kind.\n"
         "Connectors: at most one of each kind; stand_in stands alone, p2p and store may combine.\n"

@@ -52,6 +52,7 @@ public:
     const std::deque<std::string>& skipped_waiting() const { return skipped_waiting_; }
     const std::vector<std::string>& running() const { return running_; }
     const std::set<std::string>& finished_recving_kv_req_ids() const { return finished_recving_kv_req_ids_; }
+    const std::set<std::string>& failed_recving_kv_req_ids() const { return failed_recving_kv_req_ids_; }
     const KVCacheManager& kv_cache_manager() const { return kv_cache_manager_; }
     const EngineConfig& config() const { return config_; }
     // The kv_load_failure_policy in force: the trace's, else the variant's release default.

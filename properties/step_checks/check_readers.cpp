@@ -1,0 +1,157 @@
+// One reader per step-check key (the key table is sim/trace/step_check.cpp).
+#include "properties/step_checks/check_readers.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <charconv>
+#include <vector>
+
+namespace kvsim {
+namespace {
+
+using Reader = std::string (*)(const std::string& id, const CheckedState& state);
+
+template <class Range>
+std::string names(const Range& ids) {
+    std::string out;
+    for (const std::string& id : ids) out += (out.empty() ? "" : "+") + id;
+    return out.empty() ? "-" : out;
+}
+
+std::string blocks(const std::vector<BlockId>& ids) { return ids.empty() ? "-" : fmt::format("{}", fmt::join(ids, ",")); }
+std::string on_off(bool value) { return value ? "on" : "off"; }
+
+const Request* request_of(const std::string& id, const CheckedState& s) {
+    const auto* slot = s.engine.scheduler().requests().find(id);
+    return slot ? slot->get() : nullptr;
+}
+
+// An integer field of the request; "absent" without a request object.
+template <int Request::*Field>
+std::string request_int(const std::string& id, const CheckedState& s) {
+    const Request* r = request_of(id, s);
+    return r ? fmt::format("{}", r->*Field) : "absent";
+}
+
+std::string request_status(const std::string& id, const CheckedState& s) {
+    const Request* r = request_of(id, s);
+    return r ? std::string(to_string(r->status)) : "absent";
+}
+
+std::string request_blocks(const std::string& id, const CheckedState& s) {
+    return blocks(s.engine.scheduler().kv_cache_manager().get_block_ids(id));
+}
+
+std::string request_hashed(const std::string& id, const CheckedState& s) {
+    const Request* r = request_of(id, s);
+    return r ? fmt::format("{}", r->block_hashes().size()) : "absent";
+}
+
+std::string request_alive(const std::string& id, const CheckedState& s) { return on_off(request_of(id, s) != nullptr); }
+
+std::string queue_waiting(const std::string&, const CheckedState& s) { return names(s.engine.scheduler().waiting()); }
+std::string queue_running(const std::string&, const CheckedState& s) { return names(s.engine.scheduler().running()); }
+std::string queue_skipped(const std::string&, const CheckedState& s) {
+    return names(s.engine.scheduler().skipped_waiting());
+}
+std::string queue_finished_recving(const std::string&, const CheckedState& s) {
+    return names(s.engine.scheduler().finished_recving_kv_req_ids());
+}
+std::string queue_failed_recving(const std::string&, const CheckedState& s) {
+    return names(s.engine.scheduler().failed_recving_kv_req_ids());
+}
+
+std::string batch_new(const std::string&, const CheckedState& s) {
+    std::vector<std::string> ids;
+    if (s.batch)
+        for (const NewRequestData& r : s.batch->scheduled_new_reqs) ids.push_back(r.req_id);
+    return names(ids);
+}
+std::string batch_cached(const std::string&, const CheckedState& s) {
+    return s.batch ? names(s.batch->scheduled_cached_reqs.req_ids) : "-";
+}
+std::string batch_resumed(const std::string&, const CheckedState& s) {
+    return s.batch ? names(s.batch->scheduled_cached_reqs.resumed_req_ids) : "-";
+}
+std::string batch_preempted(const std::string&, const CheckedState& s) {
+    return s.batch ? names(s.batch->preempted_req_ids) : "-";
+}
+std::string batch_finished(const std::string&, const CheckedState& s) {
+    return s.batch ? names(s.batch->finished_req_ids) : "-";
+}
+std::string batch_total_tokens(const std::string&, const CheckedState& s) {
+    return fmt::format("{}", s.batch ? s.batch->total_num_scheduled_tokens : 0);
+}
+std::string batch_tokens(const std::string& id, const CheckedState& s) {
+    const int* n = s.batch ? s.batch->num_scheduled_tokens.find(id) : nullptr;
+    return fmt::format("{}", n ? *n : 0);
+}
+
+const BlockPool& pool_of(const CheckedState& s) { return s.engine.scheduler().kv_cache_manager().block_pool(); }
+
+std::string pool_free(const std::string&, const CheckedState& s) { return fmt::format("{}", pool_of(s).num_free_blocks()); }
+std::string pool_free_queue(const std::string&, const CheckedState& s) {
+    return blocks(pool_of(s).free_queue().to_vector());
+}
+std::string pool_cached(const std::string&, const CheckedState& s) {
+    std::size_t n = 0;
+    for (const auto& [hash, ids] : pool_of(s).cached_blocks()) n += ids.size();
+    return fmt::format("{}", n);
+}
+
+// The block named by `id`; null when it is not a block of the pool.
+const KVCacheBlock* block_of(const std::string& id, const CheckedState& s) {
+    BlockId block = 0;
+    const auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), block);
+    if (ec != std::errc{} || end != id.data() + id.size() || block >= pool_of(s).num_blocks()) return nullptr;
+    return &pool_of(s).block(block);
+}
+std::string block_ref_cnt(const std::string& id, const CheckedState& s) {
+    const KVCacheBlock* b = block_of(id, s);
+    return b ? fmt::format("{}", b->ref_cnt) : "absent";
+}
+std::string block_hashed(const std::string& id, const CheckedState& s) {
+    const KVCacheBlock* b = block_of(id, s);
+    return b ? on_off(b->hash.has_value()) : "absent";
+}
+
+// CheckKey order.
+constexpr std::array<Reader, kCheckKeyCount> kReaders = {
+    request_status,
+    request_int<&Request::num_computed_tokens>,
+    request_blocks,
+    request_hashed,
+    request_int<&Request::num_preemptions>,
+    request_alive,
+    queue_waiting,
+    queue_running,
+    queue_skipped,
+    queue_finished_recving,
+    queue_failed_recving,
+    batch_new,
+    batch_cached,
+    batch_resumed,
+    batch_preempted,
+    batch_finished,
+    batch_total_tokens,
+    batch_tokens,
+    pool_free,
+    pool_free_queue,
+    pool_cached,
+    block_ref_cnt,
+    block_hashed,
+};
+static_assert([] {
+    for (Reader r : kReaders)
+        if (r == nullptr) return false;
+    return true;
+}(), "every CheckKey has a reader");
+
+}  // namespace
+
+std::string read_check_key(CheckKey key, const std::string& id, const CheckedState& state) {
+    return kReaders[static_cast<std::size_t>(key)](id, state);
+}
+
+}  // namespace kvsim

@@ -1,0 +1,270 @@
+// The step-check key table and the check line's codec (step_check.h).
+#include "sim/trace/step_check.h"
+
+#include <fmt/format.h>
+
+#include "sim/trace/trace.h"
+#include "sim/trace/trace_schema.h"
+#include "sim/variant/variant.h"
+
+namespace kvsim {
+namespace {
+
+using K = CheckKey;
+using T = CheckValueType;
+using C = CheckKind;
+
+// One row per key; CheckKey order (check_key_spec indexes it).
+constexpr CheckKeySpec kCheckKeys[] = {
+    {C::request, "status", K::request_status, T::status, true, "request.status (RUNNING, WAITING_FOR_REMOTE_KVS, ...; absent when no request object)"},
+    {C::request, "computed", K::request_computed, T::integer, true, "request.num_computed_tokens"},
+    {C::request, "blocks", K::request_blocks, T::blocks, true, "the request's block table (kv_cache_manager.get_block_ids)"},
+    {C::request, "hashed", K::request_hashed, T::integer, true, "len(request.block_hashes): full blocks hashed"},
+    {C::request, "preemptions", K::request_preemptions, T::integer, true, "request.num_preemptions"},
+    {C::request, "alive", K::request_alive, T::boolean, true, "the request object exists (req_id in scheduler.requests)"},
+    {C::queue, "waiting", K::queue_waiting, T::names, false, "scheduler.waiting, in order"},
+    {C::queue, "running", K::queue_running, T::names, false, "scheduler.running, in order"},
+    {C::queue, "skipped", K::queue_skipped, T::names, false, "scheduler.skipped_waiting, in order"},
+    {C::queue, "finished_recving", K::queue_finished_recving, T::names, false, "scheduler.finished_recving_kv_req_ids, sorted"},
+    {C::queue, "failed_recving", K::queue_failed_recving, T::names, false, "scheduler.failed_recving_kv_req_ids, sorted"},
+    {C::batch, "new", K::batch_new, T::names, false, "scheduler_output.scheduled_new_reqs ids, in order"},
+    {C::batch, "cached", K::batch_cached, T::names, false, "scheduler_output.scheduled_cached_reqs.req_ids, in order"},
+    {C::batch, "resumed", K::batch_resumed, T::names, false, "scheduled_cached_reqs.resumed_req_ids, sorted"},
+    {C::batch, "preempted", K::batch_preempted, T::names, false, "scheduler_output.preempted_req_ids, sorted"},
+    {C::batch, "finished", K::batch_finished, T::names, false, "scheduler_output.finished_req_ids, sorted"},
+    {C::batch, "total_tokens", K::batch_total_tokens, T::integer, false, "scheduler_output.total_num_scheduled_tokens"},
+    {C::batch, "tokens", K::batch_tokens, T::integer, true, "num_scheduled_tokens[ID] (0 when not scheduled)"},
+    {C::pool, "free", K::pool_free, T::integer, false, "block_pool.get_num_free_blocks()"},
+    {C::pool, "free_queue", K::pool_free_queue, T::blocks, false, "the free block queue, head to tail"},
+    {C::pool, "cached", K::pool_cached, T::integer, false, "blocks in block_pool.cached_block_hash_to_block"},
+    {C::block, "ref_cnt", K::block_ref_cnt, T::integer, true, "block_pool.blocks[ID].ref_cnt"},
+    {C::block, "hashed", K::block_hashed, T::boolean, true, "block_pool.blocks[ID].block_hash is set"},
+};
+static_assert(std::size(kCheckKeys) == kCheckKeyCount);
+constexpr bool keys_in_enum_order() {
+    for (std::size_t i = 0; i < std::size(kCheckKeys); ++i)
+        if (static_cast<std::size_t>(kCheckKeys[i].key) != i) return false;
+    return true;
+}
+static_assert(keys_in_enum_order());
+
+constexpr EnumNames<CheckValueType, 5> kValueTypeNames = {{
+    {T::integer, "N"},
+    {T::boolean, "on|off"},
+    {T::status, "STATUS"},
+    {T::names, "ID+ID...|-"},
+    {T::blocks, "B,B,...|-"},
+}};
+
+constexpr std::size_t kMaxVariants = 16;
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_' || c == '.' || c == '-';
+}
+
+bool is_integer(std::string_view s) {
+    if (s.empty() || s.size() > 10 || (s.size() > 1 && s[0] == '0')) return false;
+    for (char c : s)
+        if (!is_digit(c)) return false;
+    return true;
+}
+
+bool is_name(std::string_view s) {
+    if (s.empty() || s.size() > static_cast<std::size_t>(limits::kMaxIdLen)) return false;
+    for (char c : s)
+        if (!is_name_char(c)) return false;
+    return true;
+}
+
+template <class Pred>
+bool is_list(std::string_view s, char sep, Pred element) {
+    if (s == "-") return true;
+    std::size_t start = 0;
+    while (true) {
+        const std::size_t pos = s.find(sep, start);
+        if (!element(s.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start)))
+            return false;
+        if (pos == std::string_view::npos) return true;
+        start = pos + 1;
+    }
+}
+
+bool is_status(std::string_view s) {
+    if (s == "absent") return true;
+    if (s.empty() || s.size() > 32) return false;
+    for (char c : s)
+        if (!((c >= 'A' && c <= 'Z') || c == '_')) return false;
+    return true;
+}
+
+bool value_ok(CheckValueType type, std::string_view s) {
+    switch (type) {
+        case T::integer: return is_integer(s);
+        case T::boolean: return s == "on" || s == "off";
+        case T::status: return is_status(s);
+        case T::names: return is_list(s, '+', is_name);
+        case T::blocks: return is_list(s, ',', is_integer);
+    }
+    return false;
+}
+
+const CheckKeySpec* find_key(CheckKind kind, std::string_view name) {
+    for (const CheckKeySpec& k : kCheckKeys)
+        if (k.kind == kind && k.name == name) return &k;
+    return nullptr;
+}
+
+std::string keys_of(CheckKind kind) {
+    std::string out;
+    for (const CheckKeySpec& k : kCheckKeys) {
+        if (k.kind != kind) continue;
+        if (!out.empty()) out += ", ";
+        out += k.name;
+    }
+    return out;
+}
+
+std::optional<CheckError> check_id(const CheckEvent& check) {
+    bool needs_id = false;
+    bool no_id = false;
+    for (const CheckAssert& a : check.asserts) (check_key_spec(a.key).needs_id ? needs_id : no_id) = true;
+    if (needs_id && no_id)
+        return CheckError{"check.id", fmt::format("{} keys that read one item and keys that read all cannot share a "
+                                                  "line",
+                                                  to_string(check.kind))};
+    if (needs_id && check.id.empty()) return CheckError{"check.id", "missing ID: these keys read one item"};
+    if (!needs_id && !check.id.empty())
+        return CheckError{"check.id", fmt::format("unexpected ID {}: these keys take none", quote(check.id))};
+    const bool numeric = check.kind == CheckKind::block;
+    if (!check.id.empty() && !(numeric ? is_integer(check.id) : is_name(check.id)))
+        return CheckError{"check.id", fmt::format("expected {}, got {}", numeric ? "a block id" : "a request id",
+                                                  quote(check.id))};
+    return std::nullopt;
+}
+
+std::optional<CheckError> check_variants(const std::vector<std::string>& variants) {
+    if (variants.size() > kMaxVariants)
+        return CheckError{"check.variants", fmt::format("more than {} variants", kMaxVariants)};
+    for (const std::string& v : variants) {
+        std::string error;
+        if (v.size() > kMaxVariantNameLen || !resolve_variant(v, &error))
+            return CheckError{"check.variants", error.empty() ? fmt::format("bad variant {}", quote(v)) : error};
+    }
+    return std::nullopt;
+}
+
+// One key=value argument into `out`; false + *error when it is not one.
+bool parse_argument(std::string_view arg, CheckEvent& out, std::vector<std::string_view>& seen, CheckError* error) {
+    const std::size_t eq = arg.find('=');
+    const std::string_view key = arg.substr(0, eq);
+    const std::string_view value = arg.substr(eq + 1);
+    for (std::string_view s : seen)
+        if (s == key) return *error = {fmt::format("check.{}", key), "duplicate key"}, false;
+    seen.push_back(key);
+    if (value.empty()) return *error = {fmt::format("check.{}", key), "empty value"}, false;
+    if (key == "at") {
+        const auto phase = parse_enum(kCheckPhaseNames, value);
+        if (!phase) return *error = {"check.at", fmt::format("expected schedule or end, got {}", quote(value))}, false;
+        out.at = *phase;
+    } else if (key == "variants") {
+        std::size_t start = 0;
+        while (true) {  // ',' separates variants: '+' joins a variant's patches
+            const std::size_t comma = value.find(',', start);
+            out.variants.emplace_back(value.substr(start, comma == std::string_view::npos ? comma : comma - start));
+            if (comma == std::string_view::npos) break;
+            start = comma + 1;
+        }
+    } else if (const CheckKeySpec* spec = find_key(out.kind, key)) {
+        out.asserts.push_back({.key = spec->key, .expected = std::string(value)});
+    } else {
+        *error = {"check", fmt::format("unknown key {} for check {} (keys: {}, at, variants)", quote(key),
+                                       to_string(out.kind), keys_of(out.kind))};
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+std::span<const CheckKeySpec> check_keys() { return kCheckKeys; }
+const CheckKeySpec& check_key_spec(CheckKey key) { return kCheckKeys[static_cast<std::size_t>(key)]; }
+
+std::string_view to_string(CheckKind kind) { return enum_name(kCheckKindNames, kind); }
+std::string_view to_string(CheckPhase phase) { return enum_name(kCheckPhaseNames, phase); }
+std::string_view to_string(CheckValueType type) { return enum_name(kValueTypeNames, type); }
+
+std::optional<CheckEvent> parse_check(std::span<const std::string_view> args, CheckError* error) {
+    if (args.empty()) {
+        *error = {"check.kind", "missing check kind (kinds: request, queue, batch, pool, block)"};
+        return std::nullopt;
+    }
+    const auto kind = parse_enum(kCheckKindNames, args[0]);
+    if (!kind) {
+        *error = {"check.kind", fmt::format("unknown check kind {} (kinds: request, queue, batch, pool, block)",
+                                            quote(args[0]))};
+        return std::nullopt;
+    }
+    CheckEvent out;
+    out.kind = *kind;
+    std::size_t a = 1;
+    if (a < args.size() && args[a].find('=') == std::string_view::npos) out.id = std::string(args[a++]);
+    std::vector<std::string_view> seen;
+    for (; a < args.size(); ++a) {
+        if (args[a].find('=') == std::string_view::npos) {
+            *error = {"check", fmt::format("unexpected argument {}", quote(args[a]))};
+            return std::nullopt;
+        }
+        if (!parse_argument(args[a], out, seen, error)) return std::nullopt;
+    }
+    if (auto bad = validate_check(out)) {
+        *error = std::move(*bad);
+        return std::nullopt;
+    }
+    return out;
+}
+
+std::optional<CheckError> validate_check(const CheckEvent& check) {
+    if (check.asserts.empty())
+        return CheckError{"check", fmt::format("no key to check (keys of {}: {})", to_string(check.kind),
+                                               keys_of(check.kind))};
+    for (std::size_t i = 0; i < check.asserts.size(); ++i) {
+        const CheckKeySpec& spec = check_key_spec(check.asserts[i].key);
+        const std::string field = fmt::format("check.{}", spec.name);
+        if (spec.kind != check.kind)
+            return CheckError{field, fmt::format("a key of check {}, not {}", to_string(spec.kind),
+                                                 to_string(check.kind))};
+        for (std::size_t j = 0; j < i; ++j)
+            if (check.asserts[j].key == check.asserts[i].key) return CheckError{field, "duplicate key"};
+        if (!value_ok(spec.type, check.asserts[i].expected))
+            return CheckError{field, fmt::format("expected {}, got {}", to_string(spec.type),
+                                                 quote(check.asserts[i].expected))};
+    }
+    if (auto bad = check_id(check)) return bad;
+    return check_variants(check.variants);
+}
+
+std::string format_check(const CheckEvent& check) {
+    std::string out = fmt::format("check {}", to_string(check.kind));
+    if (!check.id.empty()) out += " " + check.id;
+    for (const CheckAssert& a : check.asserts) out += fmt::format(" {}={}", check_key_spec(a.key).name, a.expected);
+    if (check.at != CheckPhase::end) out += fmt::format(" at={}", to_string(check.at));
+    if (!check.variants.empty()) out += fmt::format(" variants={}", fmt::join(check.variants, ","));
+    return out;
+}
+
+std::string check_format_help() {
+    std::string out =
+        "@STEP check KIND [ID] KEY=VALUE... [at=schedule|end] [variants=V,V...]\n"
+        "    the model's state at STEP must be as stated; a difference is the verdict mismatch\n"
+        "    at=schedule: after schedule() and build_connector_meta; at=end (default): after the step\n"
+        "    variants: the variants the check applies to (default every variant)\n";
+    for (const CheckKeySpec& k : kCheckKeys) {
+        const std::string left = fmt::format("{} {}{}={}", to_string(k.kind), k.needs_id ? "ID " : "", k.name,
+                                             to_string(k.type));
+        out += fmt::format("    {:<36} {}\n", left, k.help);
+    }
+    return out;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,129 @@
+#pragma once
+// Step checks: `@STEP check KIND [ID] KEY=VALUE... [at=schedule|end] [variants=V,V...]`, a trace
+// line that states what the model's state must be at a step (an upstream test's asserts). The
+// check keys are one table (kCheckKeys in step_check.cpp: kind, name, value type, whether it
+// names an ID, help); the parser, printer, validation and `kvsim format` read it, and the
+// evaluator (properties/step_checks) binds one reader to each CheckKey.
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/common/enum_names.h"
+
+namespace kvsim {
+
+inline constexpr std::string_view kCheckKeyword = "check";  // "@STEP check ..."
+
+enum class CheckKind { request, queue, batch, pool, block };
+inline constexpr EnumNames<CheckKind, 5> kCheckKindNames = {{
+    {CheckKind::request, "request"},
+    {CheckKind::queue, "queue"},
+    {CheckKind::batch, "batch"},
+    {CheckKind::pool, "pool"},
+    {CheckKind::block, "block"},
+}};
+
+// When a check reads the state: after schedule() + build_connector_meta, or at the step's end.
+enum class CheckPhase { schedule, end };
+inline constexpr EnumNames<CheckPhase, 2> kCheckPhaseNames = {{
+    {CheckPhase::schedule, "schedule"},
+    {CheckPhase::end, "end"},
+}};
+
+// What a check key reads; one reader per value in properties/step_checks/check_readers.cpp.
+enum class CheckKey {
+    request_status,
+    request_computed,
+    request_blocks,
+    request_hashed,
+    request_preemptions,
+    request_alive,
+    queue_waiting,
+    queue_running,
+    queue_skipped,
+    queue_finished_recving,
+    queue_failed_recving,
+    batch_new,
+    batch_cached,
+    batch_resumed,
+    batch_preempted,
+    batch_finished,
+    batch_total_tokens,
+    batch_tokens,
+    pool_free,
+    pool_free_queue,
+    pool_cached,
+    block_ref_cnt,
+    block_hashed,
+};
+inline constexpr std::size_t kCheckKeyCount = static_cast<std::size_t>(CheckKey::block_hashed) + 1;
+
+// How a check value is written (and compared: as its canonical text).
+enum class CheckValueType {
+    integer,  // decimal digits
+    boolean,  // on | off
+    status,   // a RequestStatus as upstream prints it (RUNNING), or `absent`
+    names,    // request ids a+b+c in order, `-` for none
+    blocks,   // block ids 1,2,3 in order, `-` for none
+};
+
+struct CheckKeySpec {
+    CheckKind kind;
+    std::string_view name;
+    CheckKey key;
+    CheckValueType type;
+    bool needs_id;  // the key reads one request (or block) named by the line's ID
+    std::string_view help;
+};
+
+std::span<const CheckKeySpec> check_keys();
+const CheckKeySpec& check_key_spec(CheckKey key);
+
+struct CheckAssert {
+    CheckKey key = CheckKey::request_status;
+    std::string expected;  // canonical text
+
+    bool operator==(const CheckAssert&) const = default;
+};
+
+struct CheckEvent {
+    CheckKind kind = CheckKind::request;
+    std::string id;  // request id (request, batch tokens) or block id (block); empty for the others
+    std::vector<CheckAssert> asserts;  // in line order
+    CheckPhase at = CheckPhase::end;
+    std::vector<std::string> variants;  // the variants the check applies to; empty = every variant
+
+    bool operator==(const CheckEvent&) const = default;
+};
+
+// One check line: evaluated at step `step`. Not an Event: the engine never sees it.
+struct StepCheck {
+    int step = 0;
+    CheckEvent body;
+    int line = 0;  // source line, 0 when built in memory; not part of equality
+
+    bool operator==(const StepCheck& o) const { return step == o.step && body == o.body; }
+};
+
+// What is wrong with a check line: the field (`check.KEY`, `check.id`...) and a one-line message.
+struct CheckError {
+    std::string field;
+    std::string message;
+};
+
+std::string_view to_string(CheckKind kind);
+std::string_view to_string(CheckPhase phase);
+std::string_view to_string(CheckValueType type);
+
+// The arguments after "check" -> a check, or the first error.
+std::optional<CheckEvent> parse_check(std::span<const std::string_view> args, CheckError* error);
+// Every rule parse_check applies, on a check built in memory; nullopt when fine.
+std::optional<CheckError> validate_check(const CheckEvent& check);
+// "check KIND [ID] key=value... [at=schedule] [variants=...]" (at=end is the default and omitted).
+std::string format_check(const CheckEvent& check);
+// The check section of `kvsim format`, from the key table.
+std::string check_format_help();
+
+}  // namespace kvsim
