@@ -36,6 +36,7 @@ struct EngineConfig {
     bool prefix_caching = true;
     int long_prefill_threshold = 0;  // 0 = off
     bool reserve_full_isl = true;    // scheduler_reserve_full_isl: admission needs room for the whole sequence
+    std::optional<bool> async_scheduling;  // SchedulerConfig.async_scheduling; nullopt = the variant's default
 
     bool operator==(const EngineConfig&) const = default;
 };
