@@ -1,8 +1,9 @@
 #pragma once
 // In-flight forward writes (vllm-project/vllm#45357): between a batch's dispatch and the processing of its
 // output, its forward pass may still write the KV of every token it computes. Judged as the worker acts:
-// - forward_completed: no block a batch wrote for a request was handed to another request meanwhile
-//   (`inflight_write_into_reused_block`);
+// - forward_completed: no block a batch wrote for a request was handed to another request and filled by
+//   a load or P2P receive meanwhile (`inflight_write_into_reused_block`). A block handed to a request that
+//   computes its own KV is not judged: that forward pass runs on the same stream, after the stale write;
 // - load_written: no load or P2P receive writes a block that another request's batch still in flight
 //   writes (`load_under_inflight_write`): the two writes are not ordered.
 // Under synchronous scheduling a batch completes in the step that dispatched it, before any later
@@ -39,6 +40,7 @@ private:
         std::string req_id;
         std::vector<BlockId> blocks;
         std::vector<std::uint64_t> generations;
+        std::vector<BlockId> loaded;  // blocks another request's load wrote while this write was in flight
     };
 
     const Scheduler& scheduler_;
