@@ -41,8 +41,9 @@ bool write_views(const RunCommandOptions& opts, const Trace& trace, const RunRes
 
 int run_run(const RunCommandOptions& opts) {
     int failure = 0;
-    const auto loaded = load_trace_and_variant(opts.trace_path, opts.variant, &failure);
+    auto loaded = load_trace_and_variant(opts.trace_path, opts.variant, &failure);
     if (!loaded) return failure;
+    if (!opts.async_scheduling.empty()) loaded->trace.engine.async_scheduling = opts.async_scheduling == "on";
     const std::string& variant_name = loaded->variant_name;
 
     RunOptions run_options;
@@ -65,7 +66,8 @@ int run_run(const RunCommandOptions& opts) {
     if (opts.json)
         std::cout << run_json(loaded->trace, result, opts.trace_path, variant_name, expectation).dump(2) << "\n";
     else
-        std::cout << verdict_line(result, opts.trace_path, variant_name, expectation) << "\n";
+        std::cout << verdict_line(result, opts.trace_path, variant_name, expectation)
+                  << (opts.async_scheduling.empty() ? "" : " --async-scheduling " + opts.async_scheduling) << "\n";
     return result.internal_error ? exit_code::kInternalError : exit_code::of(result.verdict);
 }
 
@@ -89,6 +91,10 @@ Command add_run_command(CLI::App& app) {
     cmd->add_option("--perfetto", opts->perfetto_path,
                     "Also write the run as Chrome trace-event JSON (Perfetto, chrome://tracing): a track per request, "
                     "store rank and connector; 1 step = 1 ms");
+    cmd->add_option("--async-scheduling", opts->async_scheduling,
+                    "Run with async scheduling on or off whatever the trace's engine line says (the repro command "
+                    "at the end of the verdict line carries it)")
+        ->check(CLI::IsMember({"on", "off"}));
     return [opts]() -> int { return run_run(*opts); };
 }
 

@@ -102,3 +102,15 @@ TEST_CASE("kvsim variants lists presets and flags - kvsim format lists keys", "[
     REQUIRE(run_kvsim("--help").exit_code == 0);
     REQUIRE(run_kvsim("run --help").exit_code == 0);
 }
+
+TEST_CASE("run with --async-scheduling shows a trace under both modes and its repro carries the mode", "[cli][async]") {
+    const std::string trace = std::string(KVSIM_SOURCE_DIR) + "/corpus/upstream/pr45357_inflight_write_after_abort.trace";
+    const auto on = run_kvsim("run " + trace + " --variant v0.30.0+pre45357 --async-scheduling on --quiet");
+    CHECK(on.exit_code != 0);
+    CHECK_THAT(on.out, Catch::StartsWith("violation ") &&
+                           Catch::EndsWith("--variant v0.30.0+pre45357 --async-scheduling on\n"));
+    const auto off = run_kvsim("run " + trace + " --variant v0.30.0+pre45357 --async-scheduling off --quiet");
+    CHECK(off.exit_code == 0);
+    CHECK_THAT(off.out, Catch::StartsWith("pass ") && Catch::EndsWith("--async-scheduling off\n"));
+    CHECK(run_kvsim("run " + trace + " --async-scheduling maybe").exit_code == 64);
+}

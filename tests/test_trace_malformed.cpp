@@ -75,11 +75,11 @@ TEST_CASE("malformed: keywords and keys", "[trace][malformed]") {
         {"unknown key", "kvsim-trace 1\nengine block_size=16 num_blocks=64 blocksize=3\n",
          "t.trace:2: engine: unknown key 'blocksize' (keys: block_size, num_blocks, max_batched_tokens, "
          "max_running, max_model_len, chunked_prefill, prefix_caching, long_prefill_threshold, reserve_full_isl, "
-         "kv_load_failure_policy)"},
+         "kv_load_failure_policy, async_scheduling)"},
         {"empty key", "kvsim-trace 1\nengine =3 block_size=16 num_blocks=64\n",
          "t.trace:2: engine: unknown key '' (keys: block_size, num_blocks, max_batched_tokens, max_running, "
          "max_model_len, chunked_prefill, prefix_caching, long_prefill_threshold, reserve_full_isl, "
-         "kv_load_failure_policy)"},
+         "kv_load_failure_policy, async_scheduling)"},
         {"positional as key", kHead + "segment name=s len=3\n", "t.trace:3: segment.name: missing required argument"},
         {"duplicate key", "kvsim-trace 1\nengine block_size=16 num_blocks=64 block_size=32\n",
          "t.trace:2: engine.block_size: duplicate key"},

@@ -10,7 +10,7 @@ using namespace kvsim;
 
 TEST_CASE("variant flags: each row lists its values with the PR that brought them", "[variant]") {
     const auto& flags = variant_flags();
-    REQUIRE(flags.size() == 14);
+    REQUIRE(flags.size() == 17);
     CHECK(flags[0].flag == "free_order");
     CHECK(flags[0].values == "append_all | fresh_head (#42656) | fresh_head_lifo (#51482)");
     CHECK(flags[4].values == "none | is_consumer (seed 000, rejected)");
@@ -22,11 +22,20 @@ TEST_CASE("variant flags: each row lists its values with the PR that brought the
         values.insert(values.end(), unfixed.begin(), unfixed.end());
         return values;
     };
+    auto with_async = [](std::vector<std::string> values, const std::string& fenced_victim) {
+        values.insert(values.end(), {"off", "fenced", fenced_victim});
+        return values;
+    };
     CHECK(variant_flag_values(require_variant("v0.27.1")) ==
-          with_unfixed({"fresh_head", "none", "tracker_ids", "off", "none", "real", "delay_free", "fail"}));
+          with_async(with_unfixed({"fresh_head", "none", "tracker_ids", "off", "none", "real", "delay_free", "fail"}),
+                     "preempted"));
     CHECK(variant_flag_values(require_variant("v0.30.0")) ==
-          with_unfixed({"fresh_head_lifo", "every_scheduled", "assert_missing", "on", "none", "real", "store_job_pins",
-                        "fail"}));
+          with_async(with_unfixed({"fresh_head_lifo", "every_scheduled", "assert_missing", "on", "none", "real",
+                                   "store_job_pins", "fail"}),
+                     "stops_retry"));
+    CHECK(flags[15].values == "immediate | fenced (#45357)");
+    CHECK(require_variant("v0.30.0+pre45357").deferred_block_free == DeferredBlockFree::immediate);
+    CHECK(require_variant("v0.30.0+pre49675").fenced_victim == FencedVictim::preempted);
 }
 
 TEST_CASE("variant patches set their flag on top of a release", "[variant]") {

@@ -27,6 +27,8 @@ std::map<BlockId, int> block_holders(const Engine& engine, std::vector<Violation
     }
     if (const KVConnectorScheduler* connector = engine.connector())
         for (BlockId id : connector->pinned_blocks()) ++holders[id];
+    for (const DeferredFree& held : engine.scheduler().deferred_frees())  // #45357's fenced frees
+        for (BlockId id : held.blocks) ++holders[id];
     return holders;
 }
 
@@ -132,6 +134,8 @@ bool BlockPoolChecker::count_holders(const Engine& engine) {
         }
     if (const KVConnectorScheduler* connector = engine.connector())
         for (BlockId id : connector->pinned_blocks()) hold(id);
+    for (const DeferredFree& held : engine.scheduler().deferred_frees())  // #45357's fenced frees
+        for (BlockId id : held.blocks) hold(id);
     return ok;
 }
 

@@ -7,8 +7,8 @@
 #include "properties/checkers/checker.h"
 #include "properties/checkers/determinism_checker.h"
 #include "properties/checkers/liveness_checker.h"
-#include "properties/checkers/worker_access_checker.h"
 #include "properties/harness/finding_events.h"
+#include "properties/harness/worker_observers.h"
 #include "properties/lifecycle/lifecycle_graph.h"
 #include "properties/step_checks/step_check_evaluator.h"
 #include "sim/common/upstream_assertion.h"
@@ -49,7 +49,7 @@ bool conclude_on_violations(Engine& engine, int step, const std::vector<Violatio
 
 // Runs step `step` and judges it (every checker sweeps everything when `full_sweep`); false when
 // the run ends here (a finding).
-bool run_and_check_step(Engine& engine, int step, bool full_sweep, WorkerAccessChecker& access_checker,
+bool run_and_check_step(Engine& engine, int step, bool full_sweep, WorkerObservers& access_checker,
                         const std::vector<std::unique_ptr<Checker>>& checkers, RunResult& result) {
     try {
         engine.run_step(step);
@@ -123,7 +123,7 @@ std::optional<StepCheckEvaluator> attach_checks(const Trace& trace, const Varian
 RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions& options) {
     RunResult result;
     Engine engine(trace, variant);
-    WorkerAccessChecker access_checker(engine.scheduler());
+    WorkerObservers access_checker(engine.scheduler());
     engine.set_observer(&access_checker);
     const auto checkers = make_core_checkers();
     std::optional<StepCheckEvaluator> checks = attach_checks(trace, variant, options);

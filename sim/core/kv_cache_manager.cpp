@@ -179,14 +179,18 @@ std::vector<BlockId> KVCacheManager::allocate_new_blocks(const std::string& id, 
 // vllm/v1/core/kv_cache_manager.py KVCacheManager.free @ ace980e6de0540f49b0c63248437a1a7807590c1
 // with single_type_kv_cache_manager.py SingleTypeKVCacheManager.free @ 129ab7c60cbb8eb11e875373e67f7e521b74aa30
 void KVCacheManager::free(const Request& request) {
+    pool_.free_blocks(take_blocks(request));
+}
+
+std::vector<BlockId> KVCacheManager::take_blocks(const Request& request) {
     const auto it = req_to_blocks_.find(request.id());
     std::vector<BlockId> ordered;
     if (it != req_to_blocks_.end()) {
         ordered.assign(it->second.rbegin(), it->second.rend());
         req_to_blocks_.erase(it);
     }
-    pool_.free_blocks(ordered);
     num_cached_block_.erase(request.id());
+    return ordered;
 }
 
 // vllm/v1/core/kv_cache_manager.py KVCacheManager.cache_blocks @ ace980e6de0540f49b0c63248437a1a7807590c1

@@ -50,6 +50,9 @@ public:
 
     // KVCacheManager.free @ ace980e6de0540f49b0c63248437a1a7807590c1: the request's blocks, tail first.
     void free(const Request& request);
+    // The bookkeeping half of free: the request's blocks leave its table, tail first, still referenced
+    // (#45357's deferred free); the pool gets them later through BlockPool::free_blocks.
+    std::vector<BlockId> take_blocks(const Request& request);
 
     // KVCacheManager.cache_blocks @ ace980e6de0540f49b0c63248437a1a7807590c1: hash full blocks up to num_computed_tokens.
     void cache_blocks(const Request& request, int num_computed_tokens);

@@ -82,6 +82,9 @@ public:
     int num_computed_tokens = 0;
     int num_preemptions = 0;
     int num_external_computed_tokens = 0;
+    int num_output_placeholders = 0;  // AsyncScheduler: tokens scheduled whose output is not processed yet
+    bool is_prefill_chunk = false;    // Scheduler._update_after_schedule: this step samples no token
+    std::int64_t last_sched_seq = 0;  // #45357: the schedule() call that last scheduled it
     std::optional<int> num_cached_tokens;
     KvTransferParams kv_transfer_params;
     std::optional<RequestStatus> stop_reason_status;

@@ -2,6 +2,7 @@
 // vllm/v1/core/sched/output.py SchedulerOutput, NewRequestData, CachedRequestData,
 // KVConnectorBlockState @ a9b169409e5f3a8fa67b462c064c4080e93b82b7 (the block state came with #51358)
 #include <map>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <set>
@@ -54,6 +55,11 @@ struct SchedulerOutput {
     // Only present while the connector builds its metadata (cleared before dispatch).
     std::optional<KVConnectorBlockState> kv_connector_block_state;
     std::shared_ptr<const ConnectorMetadata> kv_connector_metadata;
+    // AsyncScheduler: output placeholders of each scheduled request that has any, as the connector sees
+    // them in build_connector_meta (before this step's own are added). Empty under synchronous scheduling.
+    OrderedMap<int> num_output_placeholders;
+    // #45357: the schedule() call that made this output; update_from_output advances the fence to it.
+    std::int64_t sched_seq = 0;
 };
 
 }  // namespace kvsim

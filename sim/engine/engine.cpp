@@ -3,8 +3,14 @@
 #include <span>
 
 #include "sim/common/stable_hash.h"
+#include "sim/core/sched/async_scheduler.h"
 
 namespace kvsim {
+
+namespace {
+// EngineCore.__init__: batch_queue_size = max_concurrent_batches, 2 under async scheduling.
+constexpr std::size_t kBatchQueueSize = 2;
+}  // namespace
 
 TokenId sampled_token(const std::string& request_id, int position) {
     const std::uint64_t h = hash_combine(fnv1a(request_id), static_cast<std::uint64_t>(position));
@@ -26,7 +32,17 @@ Engine::Engine(const Trace& trace, const Variant& variant)
     context.worker_env = &env_;
     context.log = &log_;
     connectors_ = make_connector_stack(context);
-    scheduler_ = std::make_unique<Scheduler>(trace.engine, variant_, connectors_.scheduler.get(), log_);
+    async_scheduling_ = trace.engine.async_scheduling.value_or(variant_.async_scheduling_default ==
+                                                                AsyncSchedulingDefault::on);
+    SchedulerOptions options;
+    options.max_concurrent_batches = async_scheduling_ ? static_cast<int>(kBatchQueueSize) : 1;
+    for (const ConnectorSpec& spec : trace.connectors)
+        options.kv_consumer = options.kv_consumer || spec.role != KvRole::kv_producer;
+    // SchedulerConfig.get_scheduler_cls @ 1f8758d584e8f599219d75adf658e182ed809a43
+    if (async_scheduling_)
+        scheduler_ = std::make_unique<AsyncScheduler>(trace.engine, variant_, connectors_.scheduler.get(), log_, options);
+    else
+        scheduler_ = std::make_unique<Scheduler>(trace.engine, variant_, connectors_.scheduler.get(), log_, options);
 }
 
 // The prefill side wrote these prompts' full blocks to the store before the run.
@@ -75,12 +91,13 @@ void Engine::apply_events(int step) {
 // request whose prompt is complete after this step; partial prefills sample nothing.
 ModelRunnerOutput Engine::execute_model(int step, const SchedulerOutput& output) {
     ModelRunnerOutput result;
+    report_forward_writes(output);
     for (const auto& [id, n] : output.num_scheduled_tokens) {
         const auto* slot = scheduler_->requests().find(id);
         auto& sampled = result.sampled_token_ids[id];
         if (slot == nullptr) continue;
         const Request& req = **slot;
-        if (req.num_computed_tokens >= req.num_tokens()) sampled.push_back(sampled_token(id, req.num_tokens()));
+        if (!req.is_prefill_chunk) sampled.push_back(sampled_token(id, req.num_computed_tokens));
     }
     if (connectors_.worker) {
         connectors_.worker->execute(step, output);
@@ -96,20 +113,66 @@ ModelRunnerOutput Engine::execute_model(int step, const SchedulerOutput& output)
     return result;
 }
 
+// The forward pass writes the KV of each scheduled request's new tokens into the blocks that hold them.
+void Engine::report_forward_writes(const SchedulerOutput& output) {
+    if (env_.observer == nullptr) return;
+    const int bs = trace_.engine.block_size;
+    for (const auto& [id, n] : output.num_scheduled_tokens) {
+        const auto* slot = scheduler_->requests().find(id);
+        if (slot == nullptr || n <= 0) continue;
+        const int end = (*slot)->num_computed_tokens;
+        const std::vector<BlockId> table = scheduler_->kv_cache_manager().get_block_ids(id);
+        std::vector<BlockId> written;
+        for (int b = (end - n) / bs; b <= (end - 1) / bs && b < static_cast<int>(table.size()); ++b)
+            if (table[static_cast<std::size_t>(b)] != kNullBlockId) written.push_back(table[static_cast<std::size_t>(b)]);
+        env_.observer->forward_dispatched(output.sched_seq, id, written);
+    }
+}
+
 void Engine::run_step(int step) {
     last_step_ = step;
     log_.set_step(step);
     faults_.set_step(step);
     scheduler_->clear_transitions();
     apply_events(step);
+    if (async_scheduling_) step_with_batch_queue(step);
+    else step_sync(step);
+}
+
+// vllm/v1/engine/core.py EngineCore.step @ ac3cb2e2eca80290181abb9365d572af6d287473
+void Engine::step_sync(int step) {
     const SchedulerOutput output = scheduler_->schedule(step);
     last_connector_metadata_ = output.kv_connector_metadata;
     if (schedule_probe_) schedule_probe_(output);
     const ModelRunnerOutput runner_output = execute_model(step, output);
+    if (env_.observer != nullptr) env_.observer->forward_completed(output.sched_seq);
     scheduler_->update_from_output(output, runner_output);
 }
 
+// vllm/v1/engine/core.py EngineCore.step_with_batch_queue @ ac3cb2e2eca80290181abb9365d572af6d287473: schedule
+// and dispatch a batch while the queue has room, and process the oldest batch's output only when the queue
+// is full or nothing was scheduled. The model's GPU never finishes a batch early (`done()` is false).
+void Engine::step_with_batch_queue(int step) {
+    last_connector_metadata_.reset();
+    if (scheduler_->has_requests()) {
+        SchedulerOutput output = scheduler_->schedule(step);
+        last_connector_metadata_ = output.kv_connector_metadata;
+        const bool model_executed = output.total_num_scheduled_tokens > 0;
+        ModelRunnerOutput runner_output = execute_model(step, output);
+        batch_queue_.push_front({std::move(output), std::move(runner_output)});
+        if (model_executed && batch_queue_.size() < kBatchQueueSize) return;
+    } else if (batch_queue_.empty()) {
+        return;
+    }
+    const InFlightBatch oldest = std::move(batch_queue_.back());
+    batch_queue_.pop_back();
+    log_.event(EventCategory::schedule, "process output of step {of}").integer("of", oldest.output.step);
+    if (env_.observer != nullptr) env_.observer->forward_completed(oldest.output.sched_seq);
+    scheduler_->update_from_output(oldest.output, oldest.runner_output);
+}
+
 bool Engine::quiet() const {
+    if (!batch_queue_.empty()) return false;
     if (scheduler_->has_requests()) return false;
     if (connectors_.worker && connectors_.worker->busy()) return false;
     if (connectors_.scheduler && connectors_.scheduler->has_pending_push_work()) return false;

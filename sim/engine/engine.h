@@ -1,8 +1,10 @@
 #pragma once
 // The engine loop of one run: events -> schedule() -> worker -> update_from_output.
-// vllm/v1/engine/core.py EngineCore.step (synchronous, one batch in flight)
+// vllm/v1/engine/core.py EngineCore.step, and EngineCore.step_with_batch_queue under async scheduling
+// (two batches in flight) @ ac3cb2e2eca80290181abb9365d572af6d287473
 #include <cstddef>
 #include <functional>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -33,6 +35,11 @@ public:
     // Throws UpstreamAssertion when the modelled engine dies.
     void run_step(int step);
 
+    // SchedulerConfig.async_scheduling as resolved: the trace's key, else the variant's default.
+    bool async_scheduling() const { return async_scheduling_; }
+    // Batches dispatched whose output is not processed yet (async scheduling only).
+    std::size_t batches_in_flight() const { return batch_queue_.size(); }
+
     // No request object alive, nothing in flight on the worker, no push work pending.
     bool quiet() const;
     bool events_exhausted() const { return next_event_ >= trace_.events.size(); }
@@ -55,6 +62,14 @@ public:
     const ConnectorMetadata* last_connector_metadata() const { return last_connector_metadata_.get(); }
 
 private:
+    // A dispatched batch: the scheduler output and what the worker will report for it.
+    struct InFlightBatch {
+        SchedulerOutput output;
+        ModelRunnerOutput runner_output;
+    };
+    void step_sync(int step);
+    void report_forward_writes(const SchedulerOutput& output);
+    void step_with_batch_queue(int step);
     void apply_events(int step);
     ModelRunnerOutput execute_model(int step, const SchedulerOutput& output);
     void seed_store();
@@ -68,6 +83,8 @@ private:
     WorkerEnv env_;
     ConnectorStack connectors_;
     std::unique_ptr<Scheduler> scheduler_;
+    bool async_scheduling_ = false;
+    std::deque<InFlightBatch> batch_queue_;  // newest at the front, as upstream's appendleft/pop
     std::size_t next_event_ = 0;
     int last_step_ = -1;
     std::shared_ptr<const ConnectorMetadata> last_connector_metadata_;

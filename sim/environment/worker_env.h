@@ -39,6 +39,12 @@ public:
     // A load writes KV into `blocks` for `req_id`; source names the connector.
     virtual void load_written(const std::string& req_id, const std::vector<BlockId>& blocks,
                               std::string_view source) = 0;
+    // The forward pass of batch `batch` (its schedule() sequence number) writes the KV of the tokens it
+    // computes for `req_id` into `blocks`; the write may land any time until the batch completes.
+    virtual void forward_dispatched(std::int64_t /*batch*/, const std::string& /*req_id*/,
+                                    const std::vector<BlockId>& /*blocks*/) {}
+    // Batch `batch`'s forward pass has landed: its output is processed next.
+    virtual void forward_completed(std::int64_t /*batch*/) {}
 };
 
 struct WorkerEnv {

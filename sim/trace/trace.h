@@ -40,6 +40,7 @@ struct EngineConfig {
     bool reserve_full_isl = true;    // scheduler_reserve_full_isl: admission needs room for the whole sequence
     // KVTransferConfig.kv_load_failure_policy; nullopt = the variant's release default.
     std::optional<LoadFailurePolicy> kv_load_failure_policy = std::nullopt;
+    std::optional<bool> async_scheduling;  // SchedulerConfig.async_scheduling; nullopt = the variant's default
 
     bool operator==(const EngineConfig&) const = default;
 };

@@ -33,6 +33,7 @@ std::uint64_t as_u64(const Value& v) {
 Value to_value(int v) { return std::int64_t{v}; }
 Value to_value(std::uint64_t v) { return v; }
 Value to_value(bool v) { return v; }
+Value to_value(std::optional<bool> v) { return v.value_or(false); }
 Value to_value(const std::string& v) { return v; }
 Value to_value(const std::vector<std::string>& v) { return v; }
 Value to_value(KvRole v) { return std::string(to_string(v)); }
@@ -44,6 +45,7 @@ Value to_value(const std::optional<LoadFailurePolicy>& v) { return v ? std::stri
 void from_value(Value&& v, int& out) { out = static_cast<int>(as_u64(v)); }
 void from_value(Value&& v, std::uint64_t& out) { out = as_u64(v); }
 void from_value(Value&& v, bool& out) { out = std::get<bool>(v); }
+void from_value(Value&& v, std::optional<bool>& out) { out = std::get<bool>(v); }
 void from_value(Value&& v, std::string& out) { out = std::move(std::get<std::string>(v)); }
 void from_value(Value&& v, std::vector<std::string>& out) { out = std::move(std::get<std::vector<std::string>>(v)); }
 void from_value(Value&& v, KvRole& out) { out = parse_role(std::get<std::string>(v)).value_or(KvRole::kv_consumer); }
@@ -127,6 +129,10 @@ constexpr Row<EngineConfig> kEngineRows[] = {
                 "load_failure_policy_default (fail in every release kvsim models)",
         .choices = kLoadFailurePolicies},
         +[](const EngineConfig& e) { return e.kv_load_failure_policy.has_value(); }),
+    bind<&EngineConfig::async_scheduling>({.name = "async_scheduling", .type = VT::boolean,
+        .help = "SchedulerConfig.async_scheduling: schedule step N+1 before step N's output is processed; "
+                "absent = the variant's async_scheduling_default"},
+        +[](const EngineConfig& e) { return e.async_scheduling.has_value(); }),
 };
 
 constexpr Row<RunConfig> kRunRows[] = {

@@ -56,6 +56,10 @@ const std::vector<FlagRow>& flag_rows() {
         flag_row<&Variant::pinned_victim>("pinned_victim",
                                           {{"preempted", ""}, {"stops_retry", "#49675's guard on pins, kvsim fix"}}),
         flag_row<&Variant::store_tracker_rewind>("store_tracker_rewind", {{"off", ""}, {"on", "kvsim fix"}}),
+        flag_row<&Variant::async_scheduling_default>("async_scheduling_default",
+                                                     {{"off", ""}, {"on", "upstream's resolution of None"}}),
+        flag_row<&Variant::deferred_block_free>("deferred_block_free", {{"immediate", ""}, {"fenced", "#45357"}}),
+        flag_row<&Variant::fenced_victim>("fenced_victim", {{"preempted", ""}, {"stops_retry", "#49675"}}),
     };
     return rows;
 }
@@ -92,7 +96,8 @@ const std::vector<Release>& releases() {
                           .snapshot_rule = SnapshotRule::none,
                           .stale_save = StaleSave::tracker_ids,
                           .pending_load_guard = PendingLoadGuard::off,
-                          .save_block_refs = SaveBlockRefs::delay_free}},
+                          .save_block_refs = SaveBlockRefs::delay_free,
+                          .fenced_victim = FencedVictim::preempted}},
         {.name = "v0.29.0",
          .description = "#51358 eager snapshot + assertion, #52372 store-job pins, no #54643 guard",
          .flags = Variant{.snapshot_rule = SnapshotRule::eager, .pending_load_guard = PendingLoadGuard::off}},
@@ -162,6 +167,13 @@ const std::vector<Patch>& patches() {
                   .description = "kvsim fix: the store's RequestTracker follows the core's rewind after a failed "
                   "sync load"},
          .settings = {{.flag = "store_tracker_rewind", .value = "on"}}},
+        {.info = {.name = "pre45357",
+                  .description = "upstream before #45357: a freed request's blocks return to the pool while a "
+                  "later step in flight may still write them"},
+         .settings = {{.flag = "deferred_block_free", .value = "immediate"}}},
+        {.info = {.name = "pre49675",
+                  .description = "upstream before #49675: a victim whose free is fenced is preempted anyway"},
+         .settings = {{.flag = "fenced_victim", .value = "preempted"}}},
         {.info = {.name = "all_fixes",
                   .description = "every fix patch of corpus/findings/ above"},
          .settings = finding_fixes()},

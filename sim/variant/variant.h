@@ -73,6 +73,16 @@ enum class PinnedVictim { preempted, stops_retry };
 // sync load): keeps counting, or is rewound to the core's count.
 enum class StoreTrackerRewind { off, on };
 
+// SchedulerConfig.async_scheduling when the trace does not state it (VllmConfig.__post_init__ resolves
+// None to on where nothing is incompatible).
+enum class AsyncSchedulingDefault { off, on };
+// Scheduler._free_request_blocks: a freed or preempted request's blocks return to the pool at once, or,
+// with more than one batch in flight and a KV consumer, once the fence step's output is processed (#45357).
+enum class DeferredBlockFree { immediate, fenced };
+// Running phase: a victim whose block free is fenced is preempted anyway (the retry gains nothing), or
+// stops the allocation retry (#49675, issue #49674).
+enum class FencedVictim { preempted, stops_retry };
+
 struct Variant {
     std::string name = {};
     FreeOrder free_order = FreeOrder::fresh_head_lifo;
@@ -89,6 +99,9 @@ struct Variant {
     AsyncLoadBehindBlockless async_load_behind_blockless = AsyncLoadBehindBlockless::admitted;
     PinnedVictim pinned_victim = PinnedVictim::preempted;
     StoreTrackerRewind store_tracker_rewind = StoreTrackerRewind::off;
+    AsyncSchedulingDefault async_scheduling_default = AsyncSchedulingDefault::off;
+    DeferredBlockFree deferred_block_free = DeferredBlockFree::fenced;
+    FencedVictim fenced_victim = FencedVictim::stops_retry;
 };
 
 // What is known of a preset: whether it runs every property suite cleanly, or carries a

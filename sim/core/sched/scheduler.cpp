@@ -30,7 +30,7 @@ struct Scheduler::StepState {
 };
 
 Scheduler::Scheduler(const EngineConfig& config, const Variant& variant, KVConnectorScheduler* connector,
-                     EventLog& log)
+                     EventLog& log, SchedulerOptions options)
     : config_(config),
       variant_(variant),
       connector_(connector),
@@ -41,6 +41,9 @@ Scheduler::Scheduler(const EngineConfig& config, const Variant& variant, KVConne
       recompute_kv_load_failures_(config.kv_load_failure_policy.value_or(variant.load_failure_policy_default) ==
                                   LoadFailurePolicy::recompute) {
     if (connector_ != nullptr) connector_->bind_gpu_block_pool(&kv_cache_manager_.block_pool());
+    // Scheduler.__init__ after vllm-project/vllm#45357: defer only with overlapping batches and a KV consumer.
+    defer_block_free_ = variant_.deferred_block_free == DeferredBlockFree::fenced &&
+                        options.max_concurrent_batches > 1 && connector_ != nullptr && options.kv_consumer;
 }
 
 Request& Scheduler::request(const std::string& id) {
@@ -90,6 +93,7 @@ SchedulerOutput Scheduler::schedule(int step) {
 
     SchedulerOutput out;
     out.step = step;
+    out.sched_seq = ++sched_step_seq_;
     out.total_num_scheduled_tokens = total;
     build_output(st, out);
 
@@ -108,11 +112,7 @@ void Scheduler::schedule_running(StepState& st) {
     std::size_t index = 0;
     while (index < running_.size() && st.token_budget > 0) {
         Request& req = request(running_[index]);
-        int num_new = req.num_tokens() - req.num_computed_tokens;
-        if (config_.long_prefill_threshold > 0 && num_new > config_.long_prefill_threshold)
-            num_new = config_.long_prefill_threshold;
-        num_new = std::min(num_new, st.token_budget);
-        num_new = std::min(num_new, config_.max_model_len - 1 - req.num_computed_tokens);
+        const int num_new = num_new_running_tokens(req, st.token_budget);
         if (num_new <= 0) {  // skip, not break: FCFS is deliberately not strict here
             ++index;
             continue;
@@ -124,6 +124,9 @@ void Scheduler::schedule_running(StepState& st) {
             // FCFS victim: the last running request.
             const std::string victim_id = running_.back();
             if (victim_frees_nothing_for_pins(victim_id)) break;  // stop the retry (new_blocks stays empty)
+            // vllm-project/vllm#49675: a victim whose free is fenced would free nothing now.
+            if (variant_.fenced_victim == FencedVictim::stops_retry && should_defer_block_free(request(victim_id)))
+                break;
             running_.pop_back();
             Request& victim = request(victim_id);
             preempt_request(victim);
@@ -138,6 +141,19 @@ void Scheduler::schedule_running(StepState& st) {
         st.token_budget -= num_new;
         ++index;
     }
+}
+
+// Scheduler.schedule, running phase @ b4622cf924bc72504aed99e486062d6633fde39e: the tokens a running request
+// wants, output placeholders included; 0 when async scheduling already reached max_tokens.
+int Scheduler::num_new_running_tokens(const Request& req, int token_budget) const {
+    if (req.num_output_placeholders > 0 &&
+        req.num_computed_tokens + 2 - req.num_output_placeholders >= req.num_prompt_tokens() + req.max_tokens())
+        return 0;
+    int num_new = req.num_tokens() + req.num_output_placeholders - req.num_computed_tokens;
+    if (config_.long_prefill_threshold > 0 && num_new > config_.long_prefill_threshold)
+        num_new = config_.long_prefill_threshold;
+    num_new = std::min(num_new, token_budget);
+    return std::min(num_new, config_.max_model_len - 1 - req.num_computed_tokens);
 }
 
 // The guard of vllm-project/vllm#49675 (stop the allocation retry when the policy-selected victim's free is
@@ -162,7 +178,7 @@ void Scheduler::preempt_request(Request& req) {
         throw UpstreamAssertion("preempt_not_running", std::string(kSchedulerPy) + " Scheduler._preempt_request",
                                 "Only running requests can be preempted", req.id());
     const auto blocks = kv_cache_manager_.get_block_ids(req.id());
-    kv_cache_manager_.free(req);
+    free_request_blocks(req);
     inflight_prefills_.erase(req.id());
     set_status(req, RequestStatus::preempted);
     req.num_computed_tokens = 0;
@@ -398,6 +414,9 @@ void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
     }
 
     out.num_scheduled_tokens = st.num_scheduled_tokens;
+    for (const auto& [id, n] : out.num_scheduled_tokens)
+        if (const int placeholders = request(id).num_output_placeholders; placeholders > 0)
+            out.num_output_placeholders[id] = placeholders;
     out.finished_req_ids = std::move(finished_req_ids_);
     finished_req_ids_.clear();
     out.preempted_req_ids = std::move(reset_preempted_req_ids_);
@@ -431,12 +450,55 @@ void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
             .integer("free_blocks", kv_cache_manager_.block_pool().num_free_blocks());
 }
 
-// Scheduler._update_after_schedule @ 003df2961dd8830c317a61f9745ccd557da9fa06
+// Scheduler._update_after_schedule @ 003df2961dd8830c317a61f9745ccd557da9fa06 (is_prefill_chunk and, after
+// vllm-project/vllm#45357, last_sched_seq)
 void Scheduler::update_after_schedule(const SchedulerOutput& out) {
     for (const auto& [id, n] : out.num_scheduled_tokens) {
         Request& req = request(id);
         req.num_computed_tokens += n;
+        req.is_prefill_chunk = req.num_computed_tokens < req.num_tokens() + req.num_output_placeholders;
+        req.last_sched_seq = out.sched_seq;
         if (req.num_computed_tokens >= req.num_tokens()) inflight_prefills_.erase(id);
+    }
+}
+
+// Scheduler._update_request_with_output @ 003df2961dd8830c317a61f9745ccd557da9fa06
+bool Scheduler::update_request_with_output(Request& req, const std::vector<TokenId>& sampled) {
+    for (TokenId token : sampled) {
+        req.append_output_token(token);
+        if (check_stop(req)) return true;
+    }
+    return false;
+}
+
+// Scheduler._should_defer_request_block_free (vllm-project/vllm#49675, over the fence of #45357): the
+// request was scheduled in a step whose output is not processed yet.
+bool Scheduler::should_defer_block_free(const Request& req) const {
+    return defer_block_free_ && req.last_sched_seq > processed_step_seq_;
+}
+
+// Scheduler._free_request_blocks (vllm-project/vllm#45357): the bookkeeping goes now; the blocks return to
+// the pool now, or once the output of the request's last scheduled step is processed.
+void Scheduler::free_request_blocks(Request& req) {
+    if (!should_defer_block_free(req)) {
+        kv_cache_manager_.free(req);
+        return;
+    }
+    std::vector<BlockId> blocks = kv_cache_manager_.take_blocks(req);
+    log_.event(EventCategory::hold, "{request} blocks={blocks} (fenced until step seq {fence})")
+        .request(req.id())
+        .blocks("blocks", blocks)
+        .integer("fence", req.last_sched_seq);
+    deferred_frees_.push_back({.fence = req.last_sched_seq, .blocks = std::move(blocks)});
+}
+
+// Scheduler._drain_deferred_frees (vllm-project/vllm#45357): every free whose fence step is processed.
+void Scheduler::drain_deferred_frees() {
+    while (!deferred_frees_.empty() && deferred_frees_.front().fence <= processed_step_seq_) {
+        const DeferredFree entry = std::move(deferred_frees_.front());
+        deferred_frees_.pop_front();
+        kv_cache_manager_.block_pool().free_blocks(entry.blocks);
+        log_.event(EventCategory::free, "fence {fence} {blocks}").integer("fence", entry.fence).blocks("blocks", entry.blocks);
     }
 }
 
@@ -508,9 +570,20 @@ std::set<std::string> Scheduler::handle_invalid_blocks(const std::set<BlockId>& 
 }
 
 void Scheduler::update_from_output(const SchedulerOutput& out, const ModelRunnerOutput& runner_output) {
+    processed_step_seq_ = std::max(processed_step_seq_, out.sched_seq);
+    drain_deferred_frees();
     std::set<std::string> failed_sync;
     if (runner_output.kv_connector_output && !runner_output.kv_connector_output->invalid_block_ids.empty())
         failed_sync = handle_invalid_blocks(runner_output.kv_connector_output->invalid_block_ids, out.num_scheduled_tokens);
+    process_sampled_tokens(out, runner_output, failed_sync);
+    // kv_load_failure_policy=fail: the failed loads' requests end with an error (in id order; upstream's is a set's).
+    if (!recompute_kv_load_failures_ && !failed_sync.empty())
+        finish_requests({failed_sync.begin(), failed_sync.end()}, RequestStatus::finished_error);
+    if (runner_output.kv_connector_output) update_from_kv_xfer_finished(*runner_output.kv_connector_output);
+}
+
+void Scheduler::process_sampled_tokens(const SchedulerOutput& out, const ModelRunnerOutput& runner_output,
+                                       const std::set<std::string>& failed_sync) {
     std::set<std::string> stopped_running;
     std::set<std::string> stopped_preempted;
     for (const auto& [id, n] : out.num_scheduled_tokens) {
@@ -521,15 +594,7 @@ void Scheduler::update_from_output(const SchedulerOutput& out, const ModelRunner
         const auto* sampled = runner_output.sampled_token_ids.find(id);
         if (sampled == nullptr || sampled->empty()) continue;  // partial prefill
         const RequestStatus before = req.status;
-        bool stopped = false;
-        for (TokenId token : *sampled) {
-            req.append_output_token(token);
-            if (check_stop(req)) {
-                stopped = true;
-                break;
-            }
-        }
-        if (!stopped) continue;
+        if (!update_request_with_output(req, *sampled)) continue;
         log_.event(EventCategory::finish, "{request} {status} output={output}")
             .request(id)
             .status("status", to_string(req.status))
@@ -540,11 +605,6 @@ void Scheduler::update_from_output(const SchedulerOutput& out, const ModelRunner
     if (!stopped_running.empty())
         std::erase_if(running_, [&](const std::string& id) { return stopped_running.contains(id); });
     if (!stopped_preempted.empty()) remove_from_waiting_queues(stopped_preempted);
-    // kv_load_failure_policy=fail: the failed loads' requests end with an error (in id order; upstream's is a set's).
-    if (!recompute_kv_load_failures_ && !failed_sync.empty())
-        finish_requests({failed_sync.begin(), failed_sync.end()}, RequestStatus::finished_error);
-
-    if (runner_output.kv_connector_output) update_from_kv_xfer_finished(*runner_output.kv_connector_output);
 }
 
 // Scheduler._update_from_kv_xfer_finished @ 003df2961dd8830c317a61f9745ccd557da9fa06 (its asserts carry no message)
@@ -607,7 +667,7 @@ void Scheduler::free_blocks(Request& req) {
         throw UpstreamAssertion("free_blocks_not_finished", std::string(kSchedulerPy) + " Scheduler._free_blocks",
                                 "assert request.is_finished()", req.id());
     const auto blocks = kv_cache_manager_.get_block_ids(req.id());
-    kv_cache_manager_.free(req);
+    free_request_blocks(req);
     log_.event(EventCategory::free, "{request} {blocks}").request(req.id()).blocks("blocks", blocks);
     const std::string id = req.id();
     transitions_.push_back({.req_id = id, .from = req.status, .to = std::nullopt});

@@ -2,6 +2,7 @@
 // vllm/v1/core/sched/scheduler.py Scheduler, v0.29-era shape @ 003df2961dd8830c317a61f9745ccd557da9fa06 (older
 // 00024d314514900f361ad072af6931e403b7f589 where they agree; snapshot per #51358/#54853). FCFS, synchronous
 // engine (no async scheduling, no pipeline parallelism, no speculative decoding).
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <set>
@@ -29,9 +30,25 @@ struct StatusTransition {
     std::optional<RequestStatus> to;
 };
 
+// How the engine core drives the scheduler (vllm/v1/engine/core.py EngineCore.__init__: batch_queue_size).
+struct SchedulerOptions {
+    int max_concurrent_batches = 1;  // 2 under async scheduling
+    bool kv_consumer = false;        // a connector of the stack loads KV (kv_consumer or kv_both)
+};
+
+// A request's blocks held back from the pool until the output of step `fence` is processed (#45357).
+struct DeferredFree {
+    std::int64_t fence = 0;
+    std::vector<BlockId> blocks;  // tail first, the order they return in
+};
+
 class Scheduler {
 public:
-    Scheduler(const EngineConfig& config, const Variant& variant, KVConnectorScheduler* connector, EventLog& log);
+    Scheduler(const EngineConfig& config, const Variant& variant, KVConnectorScheduler* connector, EventLog& log,
+              SchedulerOptions options = {});
+    virtual ~Scheduler() = default;
+    Scheduler(const Scheduler&) = delete;
+    Scheduler& operator=(const Scheduler&) = delete;
 
     // Scheduler.add_request (+ _enqueue_waiting_request) @ 003df2961dd8830c317a61f9745ccd557da9fa06
     void add_request(std::unique_ptr<Request> request);
@@ -59,10 +76,21 @@ public:
     LoadFailurePolicy load_failure_policy() const {
         return recompute_kv_load_failures_ ? LoadFailurePolicy::recompute : LoadFailurePolicy::fail;
     }
+    // #45357: frees waiting for their fence step, oldest first.
+    const std::deque<DeferredFree>& deferred_frees() const { return deferred_frees_; }
+    std::int64_t processed_step_seq() const { return processed_step_seq_; }
 
     // Transitions since clear_transitions(), in the order they happened.
     const std::vector<StatusTransition>& transitions() const { return transitions_; }
     void clear_transitions() { transitions_.clear(); }
+
+protected:
+    // Scheduler._update_after_schedule @ 003df2961dd8830c317a61f9745ccd557da9fa06
+    virtual void update_after_schedule(const SchedulerOutput& out);
+    // Scheduler._update_request_with_output: appends the sampled tokens until a stop; true when stopped.
+    virtual bool update_request_with_output(Request& request, const std::vector<TokenId>& sampled);
+    Request& request(const std::string& id);
+    KVCacheManager& kv_cache_manager_mut() { return kv_cache_manager_; }
 
 private:
     struct StepState;
@@ -86,10 +114,15 @@ private:
                        const std::vector<BlockId>& new_blocks);
     void log_alloc(const std::string& req_id, const std::vector<BlockId>& new_blocks);
     void build_output(StepState& st, SchedulerOutput& out);
-    void update_after_schedule(const SchedulerOutput& out);
+    int num_new_running_tokens(const Request& request, int token_budget) const;
+    void process_sampled_tokens(const SchedulerOutput& out, const ModelRunnerOutput& runner_output,
+                                const std::set<std::string>& failed_sync);
 
     void preempt_request(Request& request);
     bool victim_frees_nothing_for_pins(const std::string& victim_id) const;
+    bool should_defer_block_free(const Request& request) const;
+    void free_request_blocks(Request& request);
+    void drain_deferred_frees();
     bool try_promote_blocked_waiting_request(Request& request);
     void update_waiting_for_remote_kv(Request& request);
     int inflight_prefill_reserved_blocks() const;
@@ -103,7 +136,6 @@ private:
     bool rewind_for_invalid_blocks(Request& request, const std::set<BlockId>& invalid, int num_scheduled,
                                    std::set<BlockId>& marked, std::set<BlockId>* evict);
 
-    Request& request(const std::string& id);
     void set_status(Request& request, RequestStatus status);
     std::deque<std::string>& select_waiting_queue();
     void remove_from_waiting_queues(const std::set<std::string>& ids);
@@ -125,6 +157,11 @@ private:
     std::set<std::string> failed_recving_kv_req_ids_;
     std::set<std::string> inflight_prefills_;
     std::vector<StatusTransition> transitions_;
+
+    bool defer_block_free_ = false;
+    std::int64_t sched_step_seq_ = 0;
+    std::int64_t processed_step_seq_ = 0;
+    std::deque<DeferredFree> deferred_frees_;
 };
 
 }  // namespace kvsim

@@ -1,0 +1,69 @@
+#include "properties/checkers/inflight_write_checker.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/core/sched/scheduler.h"
+
+namespace kvsim {
+
+void InflightWriteChecker::forward_dispatched(std::int64_t batch, const std::string& req_id,
+                                              const std::vector<BlockId>& blocks) {
+    const BlockPool& pool = scheduler_.kv_cache_manager().block_pool();
+    ForwardWrite write{.batch = batch, .req_id = req_id, .blocks = blocks, .generations = {}, .loaded = {}};
+    for (BlockId b : blocks) write.generations.push_back(pool.block(b).generation);
+    in_flight_.push_back(std::move(write));
+}
+
+// A block the batch wrote, handed out again since dispatch, no longer in the writer's table, and loaded into.
+void InflightWriteChecker::forward_completed(std::int64_t batch) {
+    const KVCacheManager& kvm = scheduler_.kv_cache_manager();
+    for (const ForwardWrite& write : in_flight_) {
+        if (write.batch != batch) continue;
+        const std::vector<BlockId> table = kvm.get_block_ids(write.req_id);
+        std::vector<BlockId> reused;
+        for (std::size_t i = 0; i < write.blocks.size(); ++i) {
+            const BlockId b = write.blocks[i];
+            const bool regenerated = kvm.block_pool().block(b).generation != write.generations[i];
+            const bool loaded = std::find(write.loaded.begin(), write.loaded.end(), b) != write.loaded.end();
+            if (regenerated && loaded && std::find(table.begin(), table.end(), b) == table.end()) reused.push_back(b);
+        }
+        if (reused.empty()) continue;
+        violations_.push_back({.invariant = "inflight_write_into_reused_block",
+                               .request = write.req_id,
+                               .blocks = reused,
+                               .detail = fmt::format("the forward pass of step seq {} wrote {}'s KV into blocks "
+                                                     "freed and handed out again while it was in flight",
+                                                     batch, write.req_id)});
+    }
+    std::erase_if(in_flight_, [&](const ForwardWrite& write) { return write.batch == batch; });
+}
+
+void InflightWriteChecker::load_written(const std::string& req_id, const std::vector<BlockId>& blocks,
+                                        std::string_view source) {
+    for (ForwardWrite& write : in_flight_) {
+        if (write.req_id == req_id) continue;
+        std::vector<BlockId> shared;
+        for (BlockId b : blocks)
+            if (b != kNullBlockId && std::find(write.blocks.begin(), write.blocks.end(), b) != write.blocks.end())
+                shared.push_back(b);
+        if (shared.empty()) continue;
+        write.loaded.insert(write.loaded.end(), shared.begin(), shared.end());
+        violations_.push_back({.invariant = "load_under_inflight_write",
+                               .request = req_id,
+                               .blocks = shared,
+                               .detail = fmt::format("a {} load wrote {}'s KV into blocks that {}'s forward pass of "
+                                                     "step seq {} still writes",
+                                                     source, req_id, write.req_id, write.batch),
+                               .connector = std::string(source)});
+    }
+}
+
+std::vector<Violation> InflightWriteChecker::take_violations() {
+    std::vector<Violation> out;
+    out.swap(violations_);
+    return out;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,32 @@
+#include "sim/core/sched/async_scheduler.h"
+
+#include "sim/common/model_check.h"
+
+namespace kvsim {
+namespace {
+
+constexpr ModelCheck model_check{.component = "async scheduler model"};
+
+}  // namespace
+
+void AsyncScheduler::update_after_schedule(const SchedulerOutput& out) {
+    Scheduler::update_after_schedule(out);
+    for (const auto& [id, n] : out.num_scheduled_tokens) {
+        Request& req = request(id);
+        if (req.is_prefill_chunk) continue;
+        req.num_output_placeholders += 1;  // num_sampled_tokens_per_step, no spec tokens
+    }
+}
+
+bool AsyncScheduler::update_request_with_output(Request& req, const std::vector<TokenId>& sampled) {
+    const RequestStatus before = req.status;
+    const int outputs_before = req.num_output_tokens();
+    const bool stopped = Scheduler::update_request_with_output(req, sampled);
+    req.num_output_placeholders -= req.num_output_tokens() - outputs_before;
+    model_check(req.num_output_placeholders >= 0, "assert request.num_output_placeholders >= 0");
+    if (before == RequestStatus::running)
+        kv_cache_manager_mut().cache_blocks(req, req.num_computed_tokens - req.num_output_placeholders);
+    return stopped;
+}
+
+}  // namespace kvsim

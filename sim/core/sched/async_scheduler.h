@@ -1,0 +1,22 @@
+#pragma once
+// vllm/v1/core/sched/async_scheduler.py AsyncScheduler @ 014b23503270d029739d400ec4c14ba0714bdcd8: the
+// scheduler the engine core uses when SchedulerConfig.async_scheduling is on (no speculative decoding, no
+// structured output, no pipeline parallelism are modelled).
+#include "sim/core/sched/scheduler.h"
+
+namespace kvsim {
+
+class AsyncScheduler : public Scheduler {
+public:
+    using Scheduler::Scheduler;
+
+protected:
+    // AsyncScheduler._update_after_schedule @ 014b23503270d029739d400ec4c14ba0714bdcd8: one output
+    // placeholder per scheduled request that samples this step.
+    void update_after_schedule(const SchedulerOutput& out) override;
+    // AsyncScheduler._update_request_with_output @ 014b23503270d029739d400ec4c14ba0714bdcd8: placeholders
+    // shrink by the tokens received; a running request caches its blocks up to the processed tokens.
+    bool update_request_with_output(Request& request, const std::vector<TokenId>& sampled) override;
+};
+
+}  // namespace kvsim
