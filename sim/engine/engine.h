@@ -13,6 +13,7 @@
 #include "sim/trace/trace.h"
 #include "sim/variant/variant.h"
 #include "sim/environment/fault_schedule.h"
+#include "sim/environment/scripted_reports.h"
 #include "sim/environment/worker_env.h"
 
 namespace kvsim {
@@ -51,7 +52,11 @@ public:
 
 private:
     void apply_events(int step);
+    void apply_arrive(int step, const ArriveEvent& arrive);
+    void apply_reset_prefix_cache();
     ModelRunnerOutput execute_model(int step, const SchedulerOutput& output);
+    void sample_stops(ModelRunnerOutput& result);
+    void add_scripted_reports(int step, KVConnectorOutput& kv);
     void seed_store();
 
     const Trace& trace_;
@@ -59,12 +64,14 @@ private:
     EventLog log_;
     Prng prng_;
     FaultSchedule faults_;
+    ScriptedReports scripted_;
     KvStore store_;
     WorkerEnv env_;
     ConnectorStack connectors_;
     std::unique_ptr<Scheduler> scheduler_;
     std::size_t next_event_ = 0;
     int last_step_ = -1;
+    std::vector<std::string> stops_;  // requests that sample EOS in this step's output
     std::shared_ptr<const ConnectorMetadata> last_connector_metadata_;
 };
 
