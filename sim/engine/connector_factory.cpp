@@ -28,7 +28,9 @@ ConnectorStack make_one(const ConnectorSpec& spec, const ConnectorContext& ctx) 
     } else if (spec.kind == "store") {
         stack.scheduler = std::make_unique<MooncakeStoreScheduler>(spec, engine, *ctx.variant, ctx.trace->workers.ranks,
                                                                    *ctx.store, *ctx.faults, *ctx.log);
-        stack.worker = std::make_unique<MooncakeStoreWorker>(spec, engine, *ctx.variant, *ctx.worker_env, *ctx.store);
+        auto worker = std::make_unique<MooncakeStoreWorker>(spec, engine, *ctx.variant, *ctx.worker_env, *ctx.store);
+        worker->script_reports(ctx.scripted);
+        stack.worker = std::move(worker);
     } else {
         throw std::invalid_argument("unknown connector kind " + spec.kind);
     }

@@ -124,6 +124,7 @@ void Engine::add_scripted_reports(int step, KVConnectorOutput& kv) {
                 for (const std::int32_t i : report->index)
                     if (static_cast<std::size_t>(i) < table.size()) invalid.push_back(table[static_cast<std::size_t>(i)]);
                 break;
+            case ReportKind::store_done: break;  // the store worker completed the copy (release_scripted_copies)
         }
         kv.invalid_block_ids.insert(invalid.begin(), invalid.end());
         log_.event(EventCategory::worker, "report {kind} {request} invalid={invalid}")

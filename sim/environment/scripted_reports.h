@@ -20,11 +20,15 @@ public:
     bool covers_recv(const std::string& request_id, int step) const;
     // The report events of `step`, in file order (they live in the trace).
     const std::vector<const ReportEvent*>& at(int step) const;
+    // A store_done report names this request and rank at `step` or later: a copy started at `step`
+    // on that rank completes only when the trace says so.
+    bool covers_store(const std::string& request_id, int rank, int step) const;
     bool empty() const { return by_step_.empty(); }
 
 private:
     std::map<std::string, int> last_recv_report_;  // request -> step of its last receive report
     std::map<int, std::vector<const ReportEvent*>> by_step_;
+    std::map<std::pair<std::string, int>, int> last_store_report_;  // (request, rank) -> step
 };
 
 }  // namespace kvsim

@@ -148,12 +148,14 @@ enum class ReportKind {
     finished_sending,  // the request's blocks were sent (or saved) and may be freed
     failed_recving,    // finished_recving, and every block of its table without a hash comes back invalid
     invalid_blocks,    // the blocks at `index` of the request's block table come back invalid
+    store_done,        // `rank`'s copy of the request's oldest unreported store job completes
 };
 
 struct ReportEvent {
     ReportKind kind = ReportKind::finished_recving;
     std::string request_id;
     std::vector<std::int32_t> index = {};  // invalid_blocks: positions in the request's block table
+    int rank = 0;                          // store_done: the worker rank that reports
 
     bool operator==(const ReportEvent&) const = default;
 };
@@ -221,11 +223,12 @@ inline constexpr EnumNames<FaultKind, 4> kFaultKindNames = {{
     {FaultKind::lookup_pending, "lookup_pending"},
 }};
 
-inline constexpr EnumNames<ReportKind, 4> kReportKindNames = {{
+inline constexpr EnumNames<ReportKind, 5> kReportKindNames = {{
     {ReportKind::finished_recving, "finished_recving"},
     {ReportKind::finished_sending, "finished_sending"},
     {ReportKind::failed_recving, "failed_recving"},
     {ReportKind::invalid_blocks, "invalid_blocks"},
+    {ReportKind::store_done, "store_done"},
 }};
 
 std::string_view to_string(KvRole role);

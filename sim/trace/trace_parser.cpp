@@ -489,6 +489,10 @@ private:
     void event_rules(const ReportEvent& report, int line, const Arrivals& arrived) const {
         rows(report_schema(), report, line);
         if (t_.connectors.empty()) fail(line, "event.kind", "report needs a connector");
+        if (report.kind == ReportKind::store_done && !has_connector(kConnectorStore))
+            fail(line, "event.kind", "report store_done needs a connector of kind store");
+        if (report.rank >= t_.workers.ranks)
+            fail(line, "event.rank", fmt::format("rank {} is not below workers.ranks {}", report.rank, t_.workers.ranks));
         named_request("report on", report.request_id, "event.id", line, arrived);
     }
     void event_rules(const StopEvent& stop, int line, Arrivals& arrived) const {

@@ -85,6 +85,7 @@ constexpr std::string_view kOnlyStore[] = {kConnectorStore};
 constexpr std::string_view kOnlyMock[] = {kConnectorMock};
 constexpr auto kReportKinds = enum_names(kReportKindNames);
 constexpr std::string_view kOnlyInvalidBlocks[] = {"invalid_blocks"};
+constexpr std::string_view kOnlyStoreDone[] = {"store_done"};
 // The fault kinds a key applies to: those `applies` holds for (the trace builder's fault rules).
 template <bool (*Applies)(FaultKind)>
 constexpr auto fault_kinds_where() {
@@ -263,13 +264,16 @@ constexpr Row<ReportEvent> kReportRows[] = {
     bind<&ReportEvent::kind>({.name = "kind", .type = VT::choice, .required = true, .positional = true,
         .help = "finished_recving: the load finished; finished_sending: the blocks may be freed; failed_recving: "
                 "the load finished and its blocks without a hash are invalid; invalid_blocks: the blocks at index "
-                "are invalid",
+                "are invalid; store_done: rank's copy of the request's oldest unreported store job completes",
         .choices = kReportKinds}),
     bind<&ReportEvent::request_id>({.name = "id", .type = VT::identifier, .max = limits::kMaxIdLen,
         .required = true, .positional = true, .help = "request reported on; must arrive on an earlier line"}),
     bind<&ReportEvent::index>({.name = "index", .type = VT::token_list, .min = 0,
         .max = static_cast<std::uint64_t>(limits::kMaxBlocks - 1), .max_items = 4096, .required = true,
         .help = "positions in the request's block table", .kinds = kOnlyInvalidBlocks}),
+    bind<&ReportEvent::rank>({.name = "rank", .type = VT::integer, .min = 0,
+        .max = static_cast<std::uint64_t>(kMaxRanks - 1), .required = true,
+        .help = "worker rank; below workers.ranks", .kinds = kOnlyStoreDone}),
 };
 
 constexpr Row<StopEvent> kStopRows[] = {
