@@ -103,7 +103,7 @@ TEST_CASE("scripted inputs: bad input names file, line and field", "[trace][scri
           "t.trace:6: event.id: stop of request 'r9', which does not arrive on an earlier line");
     CHECK(error_of(kMockHead + "@1 reset_prefix_cache now=on\n").starts_with("t.trace:6: event: unknown key 'now'"));
     CHECK(error_of(kMockHead + "@1 arrive r1 prompt=s max_tokens=2\n") ==
-          "t.trace:6: event.id: duplicate request id 'r1' (arrives on line 5 and is not stopped or aborted since)");
+          "t.trace:6: event.id: duplicate request id 'r1' (first arrives on line 5)");
     CHECK(error_of(kMockHead + "@1 stop r1\n@2 arrive r1 prompt=s max_tokens=2\n").empty());
     CHECK(error_of(kMockHead + "@1 fault load_fail request=r1\n") ==
           "t.trace:6: event.kind: fault load_fail does not apply to the mock connector; script it with report "

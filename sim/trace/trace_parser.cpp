@@ -465,8 +465,7 @@ private:
         rows(arrive_schema(), arrive, line);
         const auto [it, fresh] = arrived.line.emplace(arrive.request_id, line);
         if (!fresh && !arrived.ended.contains(arrive.request_id))
-            fail(line, "event.id", fmt::format("duplicate request id '{}' (arrives on line {} and is not stopped or "
-                                               "aborted since)",
+            fail(line, "event.id", fmt::format("duplicate request id '{}' (first arrives on line {})",
                                                arrive.request_id, it->second));
         it->second = line;
         arrived.ended.erase(arrive.request_id);
