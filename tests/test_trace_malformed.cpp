@@ -92,7 +92,7 @@ TEST_CASE("malformed: keywords and keys", "[trace][malformed]") {
         {"missing role", kHead + "connector stand_in load_delay=3\n",
          "t.trace:3: connector.role: missing required key"},
         {"unknown connector kind", kHead + "connector mooncake role=kv_both\n",
-         "t.trace:3: connector.kind: expected one of stand_in, p2p, store, got 'mooncake'"},
+         "t.trace:3: connector.kind: expected one of stand_in, p2p, store, mock, got 'mooncake'"},
         {"empty value", "kvsim-trace 1\nengine block_size= num_blocks=64\n",
          "t.trace:2: engine.block_size: empty value"},
     });
@@ -178,9 +178,11 @@ TEST_CASE("malformed: events", "[trace][malformed]") {
         {"step out of range", kHead + "@1000000 abort r1\n",
          "t.trace:3: event.step: value 1000000 above maximum 999999"},
         {"no event kind", kHead + "@1\n",
-         "t.trace:3: event: missing event kind after '@1' (kinds: arrive, abort, fault)"},
+         "t.trace:3: event: missing event kind after '@1' (kinds: arrive, abort, fault, report, stop, "
+         "reset_prefix_cache)"},
         {"unknown event kind", kHead + "@1 launch r1\n",
-         "t.trace:3: event: unknown event kind 'launch' (kinds: arrive, abort, fault, check)"},
+         "t.trace:3: event: unknown event kind 'launch' (kinds: arrive, abort, fault, report, stop, "
+         "reset_prefix_cache, check)"},
         {"max_tokens zero", kHead + "segment s len=8\n@0 arrive r1 prompt=s max_tokens=0\n",
          "t.trace:4: event.max_tokens: value 0 below minimum 1"},
         {"bad remote_prefill", kHead + "segment s len=8\n@0 arrive r1 prompt=s max_tokens=1 remote_prefill=true\n",
@@ -209,8 +211,8 @@ TEST_CASE("malformed: connector kinds and their keys", "[trace][malformed]") {
          "t.trace:3: connector.load_async: applies to connector kind store only"},
         {"other-kind key checked before its value", kHead + "connector p2p role=kv_both lookup_async=maybe\n",
          "t.trace:3: connector.lookup_async: applies to connector kind store only"},
-        {"unknown connector key", kHead + "connector store role=kv_both async=on\n",
-         "t.trace:3: connector: unknown key 'async' (keys: role, load_async, lookup_async, enable_lookup, "
+        {"unknown connector key", kHead + "connector store role=kv_both asynch=on\n",
+         "t.trace:3: connector: unknown key 'asynch' (keys: role, load_async, lookup_async, enable_lookup, "
          "save_decode_cache)"},
         {"unknown fault key", kStoreBody + "@1 fault load_fail request=r1 when=3\n",
          "t.trace:8: event: unknown key 'when' (keys: request)"},

@@ -295,7 +295,7 @@ TEST_CASE("roles and verdicts: to_string and parse agree with the schema choices
     const auto& connector_kind = connector_schema().rows[0].spec;
     REQUIRE(connector_kind.name == "kind");
     CHECK(std::vector<std::string_view>(connector_kind.choices.begin(), connector_kind.choices.end()) ==
-          std::vector<std::string_view>{kConnectorStandIn, kConnectorP2p, kConnectorStore});
+          std::vector<std::string_view>{kConnectorStandIn, kConnectorP2p, kConnectorStore, kConnectorMock});
 
     const auto& role = connector_schema().rows[1].spec;
     REQUIRE(role.name == "role");

@@ -19,7 +19,7 @@
 namespace kvsim {
 namespace {
 
-// The events without those flagged in `drop`; an arrive takes every abort and fault naming its
+// The events without those flagged in `drop`; an arrive takes every other event naming its
 // request along, so that the references stay valid.
 std::vector<Event> drop_events(const std::vector<Event>& events, const std::vector<bool>& drop) {
     std::set<std::string> gone;
@@ -30,10 +30,8 @@ std::vector<Event> drop_events(const std::vector<Event>& events, const std::vect
     for (std::size_t i = 0; i < events.size(); ++i) {
         if (drop[i]) continue;
         const Event& e = events[i];
-        if (const auto* abort = std::get_if<AbortEvent>(&e.body); abort != nullptr && gone.contains(abort->request_id))
-            continue;
-        if (const auto* fault = std::get_if<FaultEvent>(&e.body);
-            fault != nullptr && fault_names_request(fault->kind) && gone.contains(fault->request_id))
+        if (const std::string* id = event_request_id(e.body);
+            id != nullptr && !std::holds_alternative<ArriveEvent>(e.body) && gone.contains(*id))
             continue;
         out.push_back(e);
     }
@@ -367,12 +365,8 @@ private:
                 std::map<std::string, std::string> new_name;
                 for (std::size_t i = 0; i < ids.size(); ++i) new_name[ids[i]] = "r" + std::to_string(i + 1);
                 Trace c = best_;
-                for (auto& e : c.events) {
-                    if (auto* a = std::get_if<ArriveEvent>(&e.body)) a->request_id = new_name.at(a->request_id);
-                    else if (auto* b = std::get_if<AbortEvent>(&e.body)) b->request_id = new_name.at(b->request_id);
-                    else if (auto* f = std::get_if<FaultEvent>(&e.body); f != nullptr && fault_names_request(f->kind))
-                        f->request_id = new_name.at(f->request_id);
-                }
+                for (auto& e : c.events)
+                    if (std::string* id = event_request_id(e.body)) *id = new_name.at(*id);
                 progress |= try_accept(std::move(c));
             }
         }

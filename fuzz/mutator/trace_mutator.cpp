@@ -679,10 +679,8 @@ std::vector<Event> imported_events(const Trace& child, const Trace& b,
                 a->request_id = fresh;
             }
             names.events.push_back(e);
-        } else if (auto* x = std::get_if<AbortEvent>(&e.body)) {
-            if (const auto it = ids.find(x->request_id); it != ids.end()) x->request_id = it->second;
-        } else if (auto* f = std::get_if<FaultEvent>(&e.body)) {
-            if (const auto it = ids.find(f->request_id); it != ids.end()) f->request_id = it->second;
+        } else if (std::string* id = event_request_id(e.body)) {
+            if (const auto it = ids.find(*id); it != ids.end()) *id = it->second;
         }
         out.push_back(std::move(e));
     }

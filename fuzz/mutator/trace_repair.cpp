@@ -164,6 +164,7 @@ void normalize_events(Trace& t) {
                 t.connectors, {.prefill = a->remote_prefill, .decode = a->remote_decode && !a->remote_prefill});
             a->remote_prefill = remote.prefill;
             a->remote_decode = remote.decode;
+            a->external = -1;  // the mock connector is outside the fuzz envelope (known_kind)
             arrived.insert(a->request_id);
         } else if (auto* x = std::get_if<AbortEvent>(&e.body)) {
             if (!arrived.contains(x->request_id)) continue;

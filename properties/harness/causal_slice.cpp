@@ -31,9 +31,8 @@ bool names_block(const LogEvent& event, const IdList& blocks) {
 }
 
 std::string_view trace_event_request(const Event& event) {
-    if (const auto* arrive = std::get_if<ArriveEvent>(&event.body)) return arrive->request_id;
-    if (const auto* abort = std::get_if<AbortEvent>(&event.body)) return abort->request_id;
-    return std::get<FaultEvent>(event.body).request_id;
+    const std::string* id = event_request_id(event.body);
+    return id == nullptr ? std::string_view() : std::string_view(*id);
 }
 
 // The trace events that started the slice: each involved request's arrival, abort and faults,

@@ -7,7 +7,7 @@
 namespace kvsim {
 namespace {
 
-constexpr std::array<std::pair<EventCategory, std::string_view>, 25> kCategoryNames = {{
+constexpr std::array<std::pair<EventCategory, std::string_view>, 26> kCategoryNames = {{
     {EventCategory::arrive, "arrive"},       {EventCategory::alloc, "alloc"},
     {EventCategory::preempt, "preempt"},     {EventCategory::promote, "promote"},
     {EventCategory::lookup, "lookup"},       {EventCategory::park, "park"},
@@ -21,6 +21,7 @@ constexpr std::array<std::pair<EventCategory, std::string_view>, 25> kCategoryNa
     {EventCategory::p2p, "p2p"},             {EventCategory::crash, "crash"},
     {EventCategory::internal, "internal"},   {EventCategory::violation, "violation"},
     {EventCategory::liveness, "liveness"},
+    {EventCategory::reset, "reset"},
 }};
 
 constexpr std::array<std::pair<FieldKind, std::string_view>, 9> kFieldKindNames = {{

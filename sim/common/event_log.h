@@ -18,7 +18,7 @@ namespace kvsim {
 // Every event category, in one name table (event_log.cpp).
 enum class EventCategory : std::uint8_t {
     arrive, alloc, preempt, promote, lookup, park, schedule, invalid, finish, recv_done, send_done, hold,
-    free, abort, meta, fault, worker, load, store, warn, p2p, crash, internal, violation, liveness,
+    free, abort, meta, fault, worker, load, store, warn, p2p, crash, internal, violation, liveness, reset,
 };
 std::string_view to_string(EventCategory category);
 std::optional<EventCategory> parse_event_category(std::string_view text);

@@ -15,6 +15,9 @@ namespace kvsim {
 using BlockId = std::uint32_t;
 using BlockHash = std::uint64_t;
 using TokenId = std::int32_t;
+// The EOS token the modelled model samples for a `stop` event (upstream's tests: EOS_TOKEN_ID,
+// tests/v1/kv_connector/unit/utils.py @ 0050936b22adda2ef0197fa3bb2551fe6c5437dc); generated tokens stay below it.
+inline constexpr TokenId kEosTokenId = 50256;
 
 // vllm/v1/core/kv_cache_utils.py NONE_HASH / hash_block_tokens @ bbf906a88ba1a39104884c88c9811a4f968e4659:
 // the parent of the first block, and one chain link (a stable stand-in for sha256, no extra keys).
@@ -54,6 +57,8 @@ inline bool is_finished(RequestStatus s) { return s > RequestStatus::preempted; 
 struct KvTransferParams {
     bool do_remote_prefill = false;
     bool do_remote_decode = false;
+    // A key only the mock connector reads: this request's matched tokens (trace `arrive external=N`).
+    std::optional<int> external_tokens;
 };
 
 class Request {

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "sim/connector/mock/mock_connector.h"
 #include "sim/connector/mooncake/mooncake_connector_scheduler.h"
 #include "sim/connector/mooncake/mooncake_connector_worker.h"
 #include "sim/connector/mooncake/store/scheduler.h"
@@ -18,13 +19,18 @@ ConnectorStack make_one(const ConnectorSpec& spec, const ConnectorContext& ctx) 
     if (spec.kind == "stand_in") {
         stack.scheduler = std::make_unique<StandInConnectorScheduler>(spec);
         stack.worker = std::make_unique<StandInConnectorWorker>(spec);
+    } else if (spec.kind == "mock") {
+        stack.scheduler = std::make_unique<MockConnectorScheduler>(spec);
+        stack.worker = std::make_unique<MockConnectorWorker>(*ctx.worker_env, *ctx.scripted);
     } else if (spec.kind == "p2p") {
         stack.scheduler = std::make_unique<MooncakeConnectorScheduler>(spec, *ctx.log, *ctx.variant);
         stack.worker = std::make_unique<MooncakeConnectorWorker>(spec, *ctx.worker_env);
     } else if (spec.kind == "store") {
         stack.scheduler = std::make_unique<MooncakeStoreScheduler>(spec, engine, *ctx.variant, ctx.trace->workers.ranks,
                                                                    *ctx.store, *ctx.faults, *ctx.log);
-        stack.worker = std::make_unique<MooncakeStoreWorker>(spec, engine, *ctx.variant, *ctx.worker_env, *ctx.store);
+        auto worker = std::make_unique<MooncakeStoreWorker>(spec, engine, *ctx.variant, *ctx.worker_env, *ctx.store);
+        worker->script_reports(ctx.scripted);
+        stack.worker = std::move(worker);
     } else {
         throw std::invalid_argument("unknown connector kind " + spec.kind);
     }

@@ -6,6 +6,7 @@
 #include "sim/trace/trace.h"
 #include "sim/variant/variant.h"
 #include "sim/environment/fault_schedule.h"
+#include "sim/environment/scripted_reports.h"
 #include "sim/environment/worker_env.h"
 
 namespace kvsim {
@@ -20,6 +21,7 @@ struct ConnectorContext {
     FaultSchedule* faults = nullptr;
     WorkerEnv* worker_env = nullptr;
     EventLog* log = nullptr;
+    const ScriptedReports* scripted = nullptr;
 };
 
 struct ConnectorStack {

@@ -18,7 +18,7 @@ TokenId sampled_token(const std::string& request_id, int position) {
 }
 
 Engine::Engine(const Trace& trace, const Variant& variant)
-    : trace_(trace), variant_(variant), prng_(trace.run.seed) {
+    : trace_(trace), variant_(variant), prng_(trace.run.seed), scripted_(trace) {
     env_.config = trace.workers;
     env_.prng = &prng_;
     env_.faults = &faults_;
@@ -31,6 +31,7 @@ Engine::Engine(const Trace& trace, const Variant& variant)
     context.faults = &faults_;
     context.worker_env = &env_;
     context.log = &log_;
+    context.scripted = &scripted_;
     connectors_ = make_connector_stack(context);
     async_scheduling_ = trace.engine.async_scheduling.value_or(variant_.async_scheduling_default ==
                                                                 AsyncSchedulingDefault::on);
@@ -68,12 +69,7 @@ void Engine::apply_events(int step) {
     while (next_event_ < trace_.events.size() && trace_.events[next_event_].step <= step) {
         const Event& event = trace_.events[next_event_++];
         if (const auto* arrive = std::get_if<ArriveEvent>(&event.body)) {
-            KvTransferParams params;
-            params.do_remote_prefill = arrive->remote_prefill;
-            params.do_remote_decode = arrive->remote_decode;
-            scheduler_->add_request(std::make_unique<Request>(arrive->request_id, trace_.prompt_tokens(*arrive),
-                                                              arrive->max_tokens, trace_.engine.block_size, step,
-                                                              params));
+            apply_arrive(step, *arrive);
         } else if (const auto* abort = std::get_if<AbortEvent>(&event.body)) {
             scheduler_->finish_requests({abort->request_id}, RequestStatus::finished_aborted);
         } else if (const auto* fault = std::get_if<FaultEvent>(&event.body)) {
@@ -83,7 +79,74 @@ void Engine::apply_events(int step) {
                 .integer("steps", fault->steps)
                 .request(fault->request_id.empty() ? "-" : fault->request_id);
             faults_.apply(*fault);
+        } else if (const auto* stop = std::get_if<StopEvent>(&event.body)) {
+            stops_.push_back(stop->request_id);
+        } else if (std::holds_alternative<ResetPrefixCacheEvent>(event.body)) {
+            apply_reset_prefix_cache();
+        }  // a ReportEvent joins the step's worker output (add_scripted_reports)
+    }
+}
+
+// An id still alive (a stopped or aborted request whose blocks are held) is not reused: the
+// arrival is skipped.
+void Engine::apply_arrive(int step, const ArriveEvent& arrive) {
+    if (scheduler_->requests().contains(arrive.request_id)) {
+        log_.event(EventCategory::arrive, "{request} skipped (id in use)").request(arrive.request_id).flag("skipped", true);
+        return;
+    }
+    KvTransferParams params;
+    params.do_remote_prefill = arrive.remote_prefill;
+    params.do_remote_decode = arrive.remote_decode;
+    if (arrive.external >= 0) params.external_tokens = arrive.external;
+    scheduler_->add_request(std::make_unique<Request>(arrive.request_id, trace_.prompt_tokens(arrive),
+                                                      arrive.max_tokens, trace_.engine.block_size, step, params));
+}
+
+void Engine::apply_reset_prefix_cache() {
+    const bool ok = scheduler_->reset_prefix_cache();
+    log_.event(EventCategory::reset, ok ? "reset_prefix_cache ok" : "reset_prefix_cache failed (blocks in use)")
+        .flag("ok", ok);
+}
+
+// The model runner samples EOS for each request a `stop` event names, when it samples at all.
+void Engine::sample_stops(ModelRunnerOutput& result) {
+    for (const std::string& id : stops_) {
+        auto* sampled = result.sampled_token_ids.find(id);
+        const bool samples = sampled != nullptr && !sampled->empty();
+        if (samples) sampled->back() = kEosTokenId;
+        log_.event(EventCategory::worker, samples ? "stop {request} (EOS)" : "stop {request} ignored (samples nothing)")
+            .request(id)
+            .flag("eos", samples);
+    }
+    stops_.clear();
+}
+
+// The trace's `report` events of this step, with block-table indexes resolved to block ids.
+void Engine::add_scripted_reports(int step, KVConnectorOutput& kv) {
+    const KVCacheManager& manager = scheduler_->kv_cache_manager();
+    for (const ReportEvent* report : scripted_.at(step)) {
+        const std::string& id = report->request_id;
+        const std::vector<BlockId> table = manager.get_block_ids(id);
+        std::vector<BlockId> invalid;
+        switch (report->kind) {
+            case ReportKind::finished_recving: kv.finished_recving.insert(id); break;
+            case ReportKind::finished_sending: kv.finished_sending.insert(id); break;
+            case ReportKind::failed_recving:
+                kv.finished_recving.insert(id);
+                for (BlockId b : table)
+                    if (!manager.block_pool().block(b).hash) invalid.push_back(b);
+                break;
+            case ReportKind::invalid_blocks:
+                for (const std::int32_t i : report->index)
+                    if (static_cast<std::size_t>(i) < table.size()) invalid.push_back(table[static_cast<std::size_t>(i)]);
+                break;
+            case ReportKind::store_done: break;  // the store worker completed the copy (release_scripted_copies)
         }
+        kv.invalid_block_ids.insert(invalid.begin(), invalid.end());
+        log_.event(EventCategory::worker, "report {kind} {request} invalid={invalid}")
+            .status("kind", to_string(report->kind))
+            .request(id)
+            .blocks("invalid", invalid);
     }
 }
 
@@ -99,9 +162,11 @@ ModelRunnerOutput Engine::execute_model(int step, const SchedulerOutput& output)
         const Request& req = **slot;
         if (!req.is_prefill_chunk) sampled.push_back(sampled_token(id, req.num_computed_tokens));
     }
+    sample_stops(result);
     if (connectors_.worker) {
         connectors_.worker->execute(step, output);
         KVConnectorOutput kv = connectors_.worker->get_finished(step, output.finished_req_ids);
+        add_scripted_reports(step, kv);
         if (!kv.finished_recving.empty())
             log_.event(EventCategory::worker, "finished_recving={finished_recving}")
                 .requests("finished_recving", kv.finished_recving);

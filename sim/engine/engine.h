@@ -16,6 +16,7 @@
 #include "sim/trace/trace.h"
 #include "sim/variant/variant.h"
 #include "sim/environment/fault_schedule.h"
+#include "sim/environment/scripted_reports.h"
 #include "sim/environment/worker_env.h"
 
 namespace kvsim {
@@ -71,7 +72,11 @@ private:
     void report_forward_writes(const SchedulerOutput& output);
     void step_with_batch_queue(int step);
     void apply_events(int step);
+    void apply_arrive(int step, const ArriveEvent& arrive);
+    void apply_reset_prefix_cache();
     ModelRunnerOutput execute_model(int step, const SchedulerOutput& output);
+    void sample_stops(ModelRunnerOutput& result);
+    void add_scripted_reports(int step, KVConnectorOutput& kv);
     void seed_store();
 
     const Trace& trace_;
@@ -79,6 +84,7 @@ private:
     EventLog log_;
     Prng prng_;
     FaultSchedule faults_;
+    ScriptedReports scripted_;
     KvStore store_;
     WorkerEnv env_;
     ConnectorStack connectors_;
@@ -87,6 +93,7 @@ private:
     std::deque<InFlightBatch> batch_queue_;  // newest at the front, as upstream's appendleft/pop
     std::size_t next_event_ = 0;
     int last_step_ = -1;
+    std::vector<std::string> stops_;  // requests that sample EOS in this step's output
     std::shared_ptr<const ConnectorMetadata> last_connector_metadata_;
     std::function<void(const SchedulerOutput&)> schedule_probe_;
 };

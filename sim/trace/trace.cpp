@@ -27,6 +27,24 @@ std::vector<std::int32_t> Trace::prompt_tokens(const ArriveEvent& arrive) const 
 std::string_view to_string(KvRole role) { return enum_name(kKvRoleNames, role); }
 std::string_view to_string(Verdict verdict) { return enum_name(kVerdictNames, verdict); }
 std::string_view to_string(FaultKind kind) { return enum_name(kFaultKindNames, kind); }
+std::string_view to_string(ReportKind kind) { return enum_name(kReportKindNames, kind); }
+std::optional<ReportKind> parse_report_kind(std::string_view text) { return parse_enum(kReportKindNames, text); }
+
+std::string* event_request_id(EventBody& body) {
+    struct Visit {
+        std::string* operator()(ArriveEvent& e) const { return &e.request_id; }
+        std::string* operator()(AbortEvent& e) const { return &e.request_id; }
+        std::string* operator()(FaultEvent& e) const { return e.request_id.empty() ? nullptr : &e.request_id; }
+        std::string* operator()(ReportEvent& e) const { return &e.request_id; }
+        std::string* operator()(StopEvent& e) const { return &e.request_id; }
+        std::string* operator()(ResetPrefixCacheEvent&) const { return nullptr; }
+    };
+    return std::visit(Visit{}, body);
+}
+
+const std::string* event_request_id(const EventBody& body) {
+    return event_request_id(const_cast<EventBody&>(body));
+}
 
 std::optional<FaultKind> parse_fault_kind(std::string_view text) { return parse_enum(kFaultKindNames, text); }
 std::optional<KvRole> parse_role(std::string_view text) { return parse_enum(kKvRoleNames, text); }

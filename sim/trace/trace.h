@@ -66,6 +66,10 @@ struct ConnectorSpec {
     bool lookup_async = false;
     bool enable_lookup = true;
     bool save_decode_cache = false;
+    // mock only: upstream's test MockKVConnector (MockKVConfig)
+    int matched = 0;        // matched_tokens: what get_num_new_matched_tokens answers
+    bool is_async = false;  // is_async: the matched tokens load asynchronously
+    int defer = 0;          // num_defers_before_matching: "not decided yet" answers per request first
 
     bool operator==(const ConnectorSpec&) const = default;
 };
@@ -115,6 +119,7 @@ struct ArriveEvent {
     int max_tokens = 1;
     bool remote_prefill = false;  // kv_transfer_params do_remote_prefill (decode side loads the prompt)
     bool remote_decode = false;   // kv_transfer_params do_remote_decode (prefill side sends on finish)
+    int external = -1;            // mock connector: this request's matched tokens; -1 = the connector's `matched`
 
     bool operator==(const ArriveEvent&) const = default;
 };
@@ -141,7 +146,42 @@ struct FaultEvent {
     bool operator==(const FaultEvent&) const = default;
 };
 
-using EventBody = std::variant<ArriveEvent, AbortEvent, FaultEvent>;
+// A worker report scripted by the trace instead of drawn from delays (upstream's tests build
+// these with create_model_runner_output): merged into the step's KVConnectorOutput.
+enum class ReportKind {
+    finished_recving,  // the request's load finished
+    finished_sending,  // the request's blocks were sent (or saved) and may be freed
+    failed_recving,    // finished_recving, and every block of its table without a hash comes back invalid
+    invalid_blocks,    // the blocks at `index` of the request's block table come back invalid
+    store_done,        // `rank`'s copy of the request's oldest unreported store job completes
+};
+
+struct ReportEvent {
+    ReportKind kind = ReportKind::finished_recving;
+    std::string request_id;
+    std::vector<std::int32_t> index = {};  // invalid_blocks: positions in the request's block table
+    int rank = 0;                          // store_done: the worker rank that reports
+
+    bool operator==(const ReportEvent&) const = default;
+};
+
+// The request samples EOS in this step's output (check_stop: FINISHED_STOPPED).
+struct StopEvent {
+    std::string request_id;
+
+    bool operator==(const StopEvent&) const = default;
+};
+
+// Scheduler.reset_prefix_cache(): fails while any block is in use.
+struct ResetPrefixCacheEvent {
+    bool operator==(const ResetPrefixCacheEvent&) const = default;
+};
+
+using EventBody = std::variant<ArriveEvent, AbortEvent, FaultEvent, ReportEvent, StopEvent, ResetPrefixCacheEvent>;
+
+// The request an event names (null: none, e.g. a rank fault or reset_prefix_cache).
+const std::string* event_request_id(const EventBody& body);
+std::string* event_request_id(EventBody& body);
 
 struct Event {
     int step = 0;  // applied before schedule() of that step
@@ -190,7 +230,17 @@ inline constexpr EnumNames<FaultKind, 4> kFaultKindNames = {{
     {FaultKind::lookup_pending, "lookup_pending"},
 }};
 
+inline constexpr EnumNames<ReportKind, 5> kReportKindNames = {{
+    {ReportKind::finished_recving, "finished_recving"},
+    {ReportKind::finished_sending, "finished_sending"},
+    {ReportKind::failed_recving, "failed_recving"},
+    {ReportKind::invalid_blocks, "invalid_blocks"},
+    {ReportKind::store_done, "store_done"},
+}};
+
 std::string_view to_string(KvRole role);
+std::string_view to_string(ReportKind kind);
+std::optional<ReportKind> parse_report_kind(std::string_view text);
 std::string_view to_string(Verdict verdict);
 std::string_view to_string(FaultKind kind);
 std::optional<FaultKind> parse_fault_kind(std::string_view text);

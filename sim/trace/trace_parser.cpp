@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <set>
 #include <fstream>
 #include <span>
 #include <system_error>
@@ -175,6 +176,9 @@ private:
         if (kind == arrive_schema().keyword) e.body = parse_line(arrive_schema(), args);
         else if (kind == abort_schema().keyword) e.body = parse_line(abort_schema(), args);
         else if (kind == fault_schema().keyword) e.body = parse_line(fault_schema(), args);
+        else if (kind == report_schema().keyword) e.body = parse_line(report_schema(), args);
+        else if (kind == stop_schema().keyword) e.body = parse_line(stop_schema(), args);
+        else if (kind == reset_prefix_cache_schema().keyword) e.body = parse_line(reset_prefix_cache_schema(), args);
         else
             fail("event", fmt::format("unknown event kind {} (kinds: {}, {})", quote(kind),
                                       join_names(event_kinds(), ", "), kCheckKeyword));
@@ -365,7 +369,7 @@ private:
 
     // At most one connector of each kind; stand_in alone (MultiConnector children are p2p, store).
     void connectors() const {
-        std::size_t stand_in = t_.connectors.size();
+        std::size_t lone = t_.connectors.size();  // a stand_in or mock line: no MultiConnector child
         for (std::size_t i = 0; i < t_.connectors.size(); ++i) {
             const ConnectorSpec& c = t_.connectors[i];
             const int line = line_at(&TraceLines::connectors, i);
@@ -374,12 +378,13 @@ private:
                 if (t_.connectors[j].kind == c.kind)
                     fail(line, "connector.kind", fmt::format("second connector of kind {} (first on line {})", c.kind,
                                                              line_at(&TraceLines::connectors, j)));
-            if (c.kind == kConnectorStandIn) stand_in = i;
-            if (i > 0 && stand_in < t_.connectors.size())
+            if (c.kind == kConnectorStandIn || c.kind == kConnectorMock) lone = i;
+            if (i > 0 && lone < t_.connectors.size())
                 fail(line, "connector.kind",
-                     fmt::format("stand_in cannot be combined with other connectors (lines {} and {}); "
+                     fmt::format("{} cannot be combined with other connectors (lines {} and {}); "
                                  "MultiConnector children are p2p or store",
-                                 line_at(&TraceLines::connectors, i == stand_in ? 0 : stand_in), line));
+                                 t_.connectors[lone].kind, line_at(&TraceLines::connectors, i == lone ? 0 : lone),
+                                 line));
         }
     }
 
@@ -445,7 +450,7 @@ private:
     }
 
     void events() {
-        std::unordered_map<std::string_view, int> arrived;  // request id -> line
+        Arrivals arrived;
         const Event* previous = nullptr;
         for (const Event& e : t_.events) {
             const KeySpec& step_spec = event_step_spec();
@@ -456,29 +461,7 @@ private:
             if (e.step >= t_.run.max_steps)
                 fail(e.line, "event.step",
                      fmt::format("step {} is not below run.max_steps {}", e.step, t_.run.max_steps));
-            if (const auto* arrive = std::get_if<ArriveEvent>(&e.body)) {
-                rows(arrive_schema(), *arrive, e.line);
-                const auto [it, fresh] = arrived.emplace(arrive->request_id, e.line);
-                if (!fresh)
-                    fail(e.line, "event.id", fmt::format("duplicate request id '{}' (first arrives on line {})",
-                                                         arrive->request_id, it->second));
-                prompt(*arrive, e.line);
-                transfer(*arrive, e.line);
-            } else if (const auto* abort = std::get_if<AbortEvent>(&e.body)) {
-                rows(abort_schema(), *abort, e.line);
-                if (!arrived.contains(abort->request_id))
-                    fail(e.line, "event.id", fmt::format("abort of request '{}', which does not arrive on an "
-                                                         "earlier line",
-                                                         abort->request_id));
-            } else if (const auto* fault = std::get_if<FaultEvent>(&e.body)) {
-                rows(fault_schema(), *fault, e.line);
-                fault_rules(*fault, e.line);
-                // request is empty exactly when the kind has no request key (rows() checked both)
-                if (!fault->request_id.empty() && !arrived.contains(fault->request_id))
-                    fail(e.line, "event.request", fmt::format("fault on request '{}', which does not arrive on an "
-                                                              "earlier line",
-                                                              fault->request_id));
-            }
+            std::visit([&](const auto& body) { event_rules(body, e.line, arrived); }, e.body);
             printable(e.line, "event", format_line(e));
             previous = &e;
         }
@@ -499,6 +482,64 @@ private:
             printable(c.line, "check", format_line(c));
             previous = &c;
         }
+    }
+
+    // Request ids seen on arrive lines so far, and those stopped or aborted since their last arrive.
+    struct Arrivals {
+        std::unordered_map<std::string_view, int> line;  // request id -> line of its last arrive
+        std::set<std::string_view> ended;
+    };
+
+    void event_rules(const ArriveEvent& arrive, int line, Arrivals& arrived) const {
+        rows(arrive_schema(), arrive, line);
+        const auto [it, fresh] = arrived.line.emplace(arrive.request_id, line);
+        if (!fresh && !arrived.ended.contains(arrive.request_id))
+            fail(line, "event.id", fmt::format("duplicate request id '{}' (first arrives on line {})",
+                                               arrive.request_id, it->second));
+        it->second = line;
+        arrived.ended.erase(arrive.request_id);
+        prompt(arrive, line);
+        transfer(arrive, line);
+        if (arrive.external >= 0 && !has_connector(kConnectorMock))
+            fail(line, "event.external", "external needs a connector of kind mock");
+    }
+    void event_rules(const AbortEvent& abort, int line, Arrivals& arrived) const {
+        rows(abort_schema(), abort, line);
+        named_request("abort of", abort.request_id, "event.id", line, arrived);
+        arrived.ended.insert(abort.request_id);
+    }
+    void event_rules(const FaultEvent& fault, int line, const Arrivals& arrived) const {
+        rows(fault_schema(), fault, line);
+        fault_rules(fault, line);
+        // request is empty exactly when the kind has no request key (rows() checked both)
+        if (!fault.request_id.empty()) named_request("fault on", fault.request_id, "event.request", line, arrived);
+    }
+    void event_rules(const ReportEvent& report, int line, const Arrivals& arrived) const {
+        rows(report_schema(), report, line);
+        if (t_.connectors.empty()) fail(line, "event.kind", "report needs a connector");
+        if (report.kind == ReportKind::store_done && !has_connector(kConnectorStore))
+            fail(line, "event.kind", "report store_done needs a connector of kind store");
+        if (report.rank >= t_.workers.ranks)
+            fail(line, "event.rank", fmt::format("rank {} is not below workers.ranks {}", report.rank, t_.workers.ranks));
+        named_request("report on", report.request_id, "event.id", line, arrived);
+    }
+    void event_rules(const StopEvent& stop, int line, Arrivals& arrived) const {
+        rows(stop_schema(), stop, line);
+        named_request("stop of", stop.request_id, "event.id", line, arrived);
+        arrived.ended.insert(stop.request_id);
+    }
+    void event_rules(const ResetPrefixCacheEvent&, int, const Arrivals&) const {}
+
+    void named_request(std::string_view what, const std::string& id, std::string_view field, int line,
+                       const Arrivals& arrived) const {
+        if (!arrived.line.contains(id))
+            fail(line, field, fmt::format("{} request '{}', which does not arrive on an earlier line", what, id));
+    }
+
+    bool has_connector(std::string_view kind) const {
+        for (const ConnectorSpec& c : t_.connectors)
+            if (c.kind == kind) return true;
+        return false;
     }
 
     // Total tokens of the named segments; each must be defined.
@@ -531,6 +572,9 @@ private:
     }
 
     void fault_rules(const FaultEvent& f, int line) const {
+        if (f.kind == FaultKind::load_fail && has_connector(kConnectorMock))
+            fail(line, "event.kind", "fault load_fail does not apply to the mock connector; script it with "
+                                     "report failed_recving or invalid_blocks");
         if (!connectors_take_fault(t_.connectors, f.kind))
             fail(line, "event.kind",
                  fault_needs_store(f.kind)

@@ -44,6 +44,11 @@ std::string format_line(const Event& event) {
         std::string operator()(const ArriveEvent& e) const { return schema_line(arrive_schema(), e); }
         std::string operator()(const AbortEvent& e) const { return schema_line(abort_schema(), e); }
         std::string operator()(const FaultEvent& e) const { return schema_line(fault_schema(), e); }
+        std::string operator()(const ReportEvent& e) const { return schema_line(report_schema(), e); }
+        std::string operator()(const StopEvent& e) const { return schema_line(stop_schema(), e); }
+        std::string operator()(const ResetPrefixCacheEvent& e) const {
+            return schema_line(reset_prefix_cache_schema(), e);
+        }
     };
     return fmt::format("@{} {}", event.step, std::visit(Body{}, event.body));
 }

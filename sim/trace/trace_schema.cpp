@@ -41,6 +41,8 @@ Value to_value(Verdict v) { return std::string(to_string(v)); }
 Value to_value(FaultKind v) { return std::string(to_string(v)); }
 // An unstated policy reads as "" (the printer omits it, `kvsim format` says "optional").
 Value to_value(const std::optional<LoadFailurePolicy>& v) { return v ? std::string(to_string(*v)) : std::string(); }
+Value to_value(ReportKind v) { return std::string(to_string(v)); }
+Value to_value(const std::vector<std::int32_t>& v) { return v; }
 
 void from_value(Value&& v, int& out) { out = static_cast<int>(as_u64(v)); }
 void from_value(Value&& v, std::uint64_t& out) { out = as_u64(v); }
@@ -53,6 +55,10 @@ void from_value(Value&& v, Verdict& out) { out = parse_verdict(std::get<std::str
 void from_value(Value&& v, std::optional<LoadFailurePolicy>& out) {
     out = parse_load_failure_policy(std::get<std::string>(v));
 }
+void from_value(Value&& v, ReportKind& out) {
+    out = parse_report_kind(std::get<std::string>(v)).value_or(ReportKind::finished_recving);
+}
+void from_value(Value&& v, std::vector<std::int32_t>& out) { out = std::move(std::get<std::vector<std::int32_t>>(v)); }
 void from_value(Value&& v, FaultKind& out) {
     out = parse_fault_kind(std::get<std::string>(v)).value_or(FaultKind::store_delay);
 }
@@ -78,12 +84,16 @@ constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 
 constexpr auto kRoleChoices = enum_names(kKvRoleNames);
 constexpr auto kVerdictChoices = enum_names(kVerdictNames);
-constexpr std::string_view kConnectorKinds[] = {kConnectorStandIn, kConnectorP2p, kConnectorStore};
+constexpr std::string_view kConnectorKinds[] = {kConnectorStandIn, kConnectorP2p, kConnectorStore, kConnectorMock};
 constexpr auto kFaultKinds = enum_names(kFaultKindNames);
 constexpr auto kLoadFailurePolicies = enum_names(kLoadFailurePolicyNames);
 // Which kinds a key applies to (KeySpec::kinds).
 constexpr std::string_view kOnlyStandIn[] = {kConnectorStandIn};
 constexpr std::string_view kOnlyStore[] = {kConnectorStore};
+constexpr std::string_view kOnlyMock[] = {kConnectorMock};
+constexpr auto kReportKinds = enum_names(kReportKindNames);
+constexpr std::string_view kOnlyInvalidBlocks[] = {"invalid_blocks"};
+constexpr std::string_view kOnlyStoreDone[] = {"store_done"};
 // The fault kinds a key applies to: those `applies` holds for (the trace builder's fault rules).
 template <bool (*Applies)(FaultKind)>
 constexpr auto fault_kinds_where() {
@@ -148,7 +158,7 @@ constexpr Row<RunConfig> kRunRows[] = {
 constexpr Row<ConnectorSpec> kConnectorRows[] = {
     bind<&ConnectorSpec::kind>({.name = "kind", .type = VT::choice, .required = true, .positional = true,
         .help = "connector implementation: stand_in (async load after load_delay steps), p2p (MooncakeConnector), "
-                "store (MooncakeStoreConnector)",
+                "store (MooncakeStoreConnector), mock (upstream's test MockKVConnector)",
         .choices = kConnectorKinds}),
     bind<&ConnectorSpec::role>({.name = "role", .type = VT::choice, .required = true,
         .help = "kv_role of this connector", .choices = kRoleChoices}),
@@ -165,6 +175,15 @@ constexpr Row<ConnectorSpec> kConnectorRows[] = {
         .help = "ask the store how many prompt tokens it already holds", .kinds = kOnlyStore}),
     bind<&ConnectorSpec::save_decode_cache>({.name = "save_decode_cache", .type = VT::boolean,
         .help = "also save blocks filled while decoding", .kinds = kOnlyStore}),
+    // tests/v1/kv_connector/unit/utils.py MockKVConfig
+    bind<&ConnectorSpec::matched>({.name = "matched", .type = VT::integer, .min = 0, .max = limits::kMaxModelLen,
+        .help = "matched_tokens: external tokens get_num_new_matched_tokens answers", .kinds = kOnlyMock}),
+    bind<&ConnectorSpec::is_async>({.name = "async", .type = VT::boolean,
+        .help = "is_async: the matched tokens load asynchronously (the request waits for finished_recving)",
+        .kinds = kOnlyMock}),
+    bind<&ConnectorSpec::defer>({.name = "defer", .type = VT::integer, .min = 0, .max = limits::kMaxDelay,
+        .help = "num_defers_before_matching: \"not decided yet\" answers per request before matching",
+        .kinds = kOnlyMock}),
 };
 
 constexpr Row<WorkerConfig> kWorkersRows[] = {
@@ -234,6 +253,9 @@ constexpr Row<ArriveEvent> kArriveRows[] = {
     bind<&ArriveEvent::remote_decode>({.name = "remote_decode", .type = VT::boolean,
         .help = "kv_transfer_params do_remote_decode: send the KV to a decode engine when the request finishes"},
         +[](const ArriveEvent& e) { return e.remote_decode; }),  // printed only when on
+    bind<&ArriveEvent::external>({.name = "external", .type = VT::integer, .min = 0, .max = limits::kMaxModelLen,
+        .help = "mock connector: this request's matched tokens; absent (-1) = the connector's matched"},
+        +[](const ArriveEvent& e) { return e.external >= 0; }),  // printed only when set
 };
 
 constexpr Row<AbortEvent> kAbortRows[] = {
@@ -255,6 +277,27 @@ constexpr Row<FaultEvent> kFaultRows[] = {
         .kinds = kStepsFaults}),
     bind<&FaultEvent::request_id>({.name = "request", .type = VT::identifier, .max = limits::kMaxIdLen,
         .required = true, .help = "request id; must arrive on an earlier line", .kinds = kRequestFaults}),
+};
+
+constexpr Row<ReportEvent> kReportRows[] = {
+    bind<&ReportEvent::kind>({.name = "kind", .type = VT::choice, .required = true, .positional = true,
+        .help = "finished_recving: the load finished; finished_sending: the blocks may be freed; failed_recving: "
+                "the load finished and its blocks without a hash are invalid; invalid_blocks: the blocks at index "
+                "are invalid; store_done: rank's copy of the request's oldest unreported store job completes",
+        .choices = kReportKinds}),
+    bind<&ReportEvent::request_id>({.name = "id", .type = VT::identifier, .max = limits::kMaxIdLen,
+        .required = true, .positional = true, .help = "request reported on; must arrive on an earlier line"}),
+    bind<&ReportEvent::index>({.name = "index", .type = VT::token_list, .min = 0,
+        .max = static_cast<std::uint64_t>(limits::kMaxBlocks - 1), .max_items = 4096, .required = true,
+        .help = "positions in the request's block table", .kinds = kOnlyInvalidBlocks}),
+    bind<&ReportEvent::rank>({.name = "rank", .type = VT::integer, .min = 0,
+        .max = static_cast<std::uint64_t>(kMaxRanks - 1), .required = true,
+        .help = "worker rank; below workers.ranks", .kinds = kOnlyStoreDone}),
+};
+
+constexpr Row<StopEvent> kStopRows[] = {
+    bind<&StopEvent::request_id>({.name = "id", .type = VT::identifier, .max = limits::kMaxIdLen,
+        .required = true, .positional = true, .help = "request that samples EOS; must arrive on an earlier line"}),
 };
 
 // "@STEP": the step an event applies before schedule() of; also below run.max_steps.
@@ -303,6 +346,20 @@ constexpr LineSchema<FaultEvent> kFault{.keyword = "fault",
                                         .help = "a worker or store fault, injected before schedule() of STEP",
                                         .rows = kFaultRows,
                                         .kind_key = "kind"};
+constexpr LineSchema<ReportEvent> kReport{.keyword = "report",
+                                          .field_prefix = "event",
+                                          .help = "a worker report in this step's output, instead of a drawn delay",
+                                          .rows = kReportRows,
+                                          .kind_key = "kind"};
+constexpr LineSchema<StopEvent> kStop{.keyword = "stop",
+                                      .field_prefix = "event",
+                                      .help = "the request samples EOS in this step's output (FINISHED_STOPPED)",
+                                      .rows = kStopRows};
+constexpr LineSchema<ResetPrefixCacheEvent> kResetPrefixCache{
+    .keyword = "reset_prefix_cache",
+    .field_prefix = "event",
+    .help = "Scheduler.reset_prefix_cache() before schedule() of STEP; fails while any block is in use",
+    .rows = {}};
 
 // ---- value checks -------------------------------------------------------------------------
 
@@ -506,12 +563,17 @@ const LineSchema<Expectation>& expect_schema() { return kExpect; }
 const LineSchema<ArriveEvent>& arrive_schema() { return kArrive; }
 const LineSchema<AbortEvent>& abort_schema() { return kAbort; }
 const LineSchema<FaultEvent>& fault_schema() { return kFault; }
+const LineSchema<ReportEvent>& report_schema() { return kReport; }
+const LineSchema<StopEvent>& stop_schema() { return kStop; }
+const LineSchema<ResetPrefixCacheEvent>& reset_prefix_cache_schema() { return kResetPrefixCache; }
 const LineSchema<WorkerConfig>& workers_schema() { return kWorkers; }
 const LineSchema<StoreEntry>& store_schema() { return kStore; }
 
 const KeySpec& event_step_spec() { return kStep; }
 
-std::vector<std::string_view> event_kinds() { return {kArrive.keyword, kAbort.keyword, kFault.keyword}; }
+std::vector<std::string_view> event_kinds() {
+    return {kArrive.keyword, kAbort.keyword, kFault.keyword, kReport.keyword, kStop.keyword, kResetPrefixCache.keyword};
+}
 
 bool key_applies(const KeySpec& spec, std::string_view kind) {
     if (spec.kinds.empty()) return true;
@@ -620,16 +682,22 @@ std::string format_help() {
     describe(kArrive, true, out);
     describe(kAbort, true, out);
     describe(kFault, true, out);
+    describe(kReport, true, out);
+    describe(kStop, true, out);
+    describe(kResetPrefixCache, true, out);
     out += check_format_help();
     out += fmt::format(
         "\nA key marked \"KIND only\" is an error on a line of another kind.\n"
-        "Connectors: at most one of each kind; stand_in stands alone, p2p and store may combine.\n"
+        "Connectors: at most one of each kind; stand_in and mock stand alone, p2p and store may combine.\n"
         "Events: STEP is 0..{} and below run.max_steps; steps never decrease in file order.\n"
         "A prompt has 1 to max_model_len-1 tokens, a store prefix 1 to max_model_len; every segment\n"
         "they name must be defined. remote_prefill=on needs a p2p or stand_in connector,\n"
         "remote_decode=on a p2p connector with role kv_producer or kv_both (not both on one request).\n"
         "store lines and store_delay, store_fail, lookup_pending faults need a store connector;\n"
         "load_fail needs any connector. A fault's rank is below workers.ranks.\n"
+        "report needs a connector, external a mock connector; report, stop and abort name a request\n"
+        "that arrives on an earlier line. An arrive may reuse the id of a request stopped or aborted\n"
+        "on an earlier line (the run skips it while the old request is still alive).\n"
         "Limits: {} segments, {} store lines, {} events, {} expect lines.\n",
         limits::kMaxSteps - 1, limits::kMaxSegments, kMaxStoreEntries, limits::kMaxEvents, kMaxExpectations);
     return out;

@@ -28,6 +28,7 @@ inline constexpr int kMaxRanks = 64;                          // workers.ranks
 inline constexpr std::string_view kConnectorStandIn = "stand_in";
 inline constexpr std::string_view kConnectorP2p = "p2p";      // MooncakeConnector
 inline constexpr std::string_view kConnectorStore = "store";  // MooncakeStoreConnector
+inline constexpr std::string_view kConnectorMock = "mock";    // upstream's test MockKVConnector
 inline constexpr std::size_t kMaxSignatureLen = 256;
 inline constexpr std::size_t kMaxVariantNameLen = 128;
 
@@ -92,13 +93,16 @@ const LineSchema<Expectation>& expect_schema();
 const LineSchema<ArriveEvent>& arrive_schema();
 const LineSchema<AbortEvent>& abort_schema();
 const LineSchema<FaultEvent>& fault_schema();
+const LineSchema<ReportEvent>& report_schema();
+const LineSchema<StopEvent>& stop_schema();
+const LineSchema<ResetPrefixCacheEvent>& reset_prefix_cache_schema();
 const LineSchema<WorkerConfig>& workers_schema();
 const LineSchema<StoreEntry>& store_schema();
 
 // The STEP of "@STEP KIND ...".
 const KeySpec& event_step_spec();
 
-// Event kinds after "@STEP", in table order (arrive, abort, fault).
+// Event kinds after "@STEP", in table order (arrive, abort, fault, report, stop, reset_prefix_cache).
 std::vector<std::string_view> event_kinds();
 
 // Text -> value, with every check of the spec applied. nullopt + *error (one line, no field).

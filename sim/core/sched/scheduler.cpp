@@ -502,14 +502,23 @@ void Scheduler::drain_deferred_frees() {
     }
 }
 
-// vllm/v1/core/sched/utils.py check_stop @ 00024d314514900f361ad072af6931e403b7f589 (no EOS or stop tokens are modelled)
+// vllm/v1/core/sched/utils.py check_stop @ 00024d314514900f361ad072af6931e403b7f589; EOS before the length
+// cap @ 018d5dc78efa9af8a03457451b6f27d56bf3b9c2 (no min_tokens, stop tokens or repetition are modelled)
 bool Scheduler::check_stop(Request& req) {
+    if (!req.output().empty() && req.output().back() == kEosTokenId) {
+        set_status(req, RequestStatus::finished_stopped);
+        return true;
+    }
     if (req.num_tokens() >= config_.max_model_len || req.num_output_tokens() >= req.max_tokens()) {
         set_status(req, RequestStatus::finished_length_capped);
         return true;
     }
     return false;
 }
+
+// Scheduler.reset_prefix_cache @ 003df2961dd8830c317a61f9745ccd557da9fa06 (reset_running_requests=False,
+// reset_connector=False): KVCacheManager.reset_prefix_cache, which fails while blocks are in use.
+bool Scheduler::reset_prefix_cache() { return kv_cache_manager_.block_pool().reset_prefix_cache(); }
 
 // Scheduler._update_requests_with_invalid_blocks @ 003df2961dd8830c317a61f9745ccd557da9fa06 (one group);
 // `evict` (sync loads only) collects the first newly marked invalid block and every block after it.

@@ -59,6 +59,9 @@ public:
     // Scheduler.update_from_output @ 003df2961dd8830c317a61f9745ccd557da9fa06
     void update_from_output(const SchedulerOutput& output, const ModelRunnerOutput& runner_output);
 
+    // Scheduler.reset_prefix_cache @ 003df2961dd8830c317a61f9745ccd557da9fa06: false while blocks are in use.
+    bool reset_prefix_cache();
+
     // Scheduler.has_unfinished_requests: something waits or runs.
     bool has_unfinished_requests() const { return !waiting_.empty() || !skipped_waiting_.empty() || !running_.empty(); }
     // Request objects still alive, including finished ones whose blocks are held by a delayed free.

@@ -1,12 +1,16 @@
 #include "sim/connector/mooncake/store/worker.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "sim/connector/mooncake/store/data.h"
 #include "sim/common/event_log.h"
 #include "sim/environment/fault_schedule.h"
 
 namespace kvsim {
+
+// done_step of a rank copy that waits for a scripted store_done report.
+constexpr int kScriptedCopy = std::numeric_limits<int>::max();
 
 int store_lookup_hit_tokens(const KvStore& store, int num_tokens, const std::vector<BlockHash>& block_hashes,
                             int block_size) {
@@ -88,6 +92,11 @@ void MooncakeStoreWorker::execute(int step, const SchedulerOutput& output) {
         InflightSave save{.job = std::move(job), .copies = {}};
         for (int r = 0; r < static_cast<int>(rank_busy_until_.size()); ++r) {
             const auto ri = static_cast<std::size_t>(r);
+            if (scripted_ != nullptr && scripted_->covers_store(save.job.req_id, r, step)) {
+                save.copies.push_back(RankCopy{.rank = r, .done_step = kScriptedCopy, .fails = false, .reported = false});
+                if (variant_.save_block_refs == SaveBlockRefs::delay_free) ++stored_requests_[ri][save.job.req_id];
+                continue;
+            }
             int done = step + env_.draw_store_delay();
             if (env_.faults) done += env_.faults->store_extra_delay(r);
             done = std::max(done, rank_busy_until_[ri]);
@@ -208,8 +217,28 @@ void MooncakeStoreWorker::finished_sending(const std::set<std::string>& finished
     }
 }
 
+// The step's store_done reports: each completes its rank's copy of the oldest store job of the
+// request still waiting for one.
+void MooncakeStoreWorker::release_scripted_copies(int step) {
+    if (scripted_ == nullptr) return;
+    for (const ReportEvent* report : scripted_->at(step)) {
+        if (report->kind != ReportKind::store_done) continue;
+        bool released = false;
+        for (auto& [seq, save] : saves_) {
+            if (save.job.req_id != report->request_id) continue;
+            for (RankCopy& copy : save.copies)
+                if (!released && copy.rank == report->rank && copy.done_step == kScriptedCopy) {
+                    copy.done_step = step;
+                    released = true;
+                }
+            if (released) break;
+        }
+    }
+}
+
 KVConnectorOutput MooncakeStoreWorker::get_finished(int step, const std::set<std::string>& finished_req_ids) {
     KVConnectorOutput out;
+    release_scripted_copies(step);
     complete_saves(step, out);
     complete_loads(step, out);
     if (can_put_ && variant_.save_block_refs == SaveBlockRefs::delay_free) finished_sending(finished_req_ids, out);

@@ -22,6 +22,7 @@
 #include "sim/environment/kv_store.h"
 #include "sim/trace/trace.h"
 #include "sim/variant/variant.h"
+#include "sim/environment/scripted_reports.h"
 #include "sim/environment/worker_env.h"
 
 namespace kvsim {
@@ -45,6 +46,9 @@ public:
     KVConnectorOutput get_finished(int step, const std::set<std::string>& finished_req_ids) override;
     bool busy() const override { return !saves_.empty() || !loads_.empty() || !sync_load_errors_.empty(); }
 
+    // The trace's store_done reports: a copy they cover waits for its report instead of a drawn delay.
+    void script_reports(const ScriptedReports* scripted) { scripted_ = scripted; }
+
     // MooncakeStoreWorker can_put (save_decode_cache, as in store/scheduler.py @ a83dffb9ea007219cd877492e020ec6bee45c6a3): a kv_consumer without
     // save_decode_cache has no send thread and drops every store job it is handed.
     bool can_put() const { return can_put_; }
@@ -67,6 +71,7 @@ private:
     };
 
     void complete_saves(int step, KVConnectorOutput& out);
+    void release_scripted_copies(int step);
     void complete_loads(int step, KVConnectorOutput& out);
     void finished_sending(const std::set<std::string>& finished_req_ids, KVConnectorOutput& out);
     // KVOutputAggregator: a request is finished_sending once every rank reported it.
@@ -77,6 +82,7 @@ private:
     Variant variant_;
     int block_size_;
     WorkerEnv& env_;
+    const ScriptedReports* scripted_ = nullptr;
     KvStore& store_;
     bool can_put_;
 
