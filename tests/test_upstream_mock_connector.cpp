@@ -41,7 +41,7 @@ int run_until_idle(Engine& engine, int from, int limit = 50) {
 
 // test_kv_connector_basic, first set of requests (external hit only); the second set needs the
 // prompts create_requests shares between calls and is not ported.
-TEST_CASE("test_kv_connector_basic: external hits only", "[upstream:test_scheduler::test_kv_connector_basic]") {
+TEST_CASE("test_kv_connector_basic: external hits only", "[upstream:test_scheduler.py::test_kv_connector_basic]") {
     const bool is_async = GENERATE(false, true);
     INFO("is_async=" << is_async);
     const std::string text = std::string(
@@ -78,7 +78,7 @@ TEST_CASE("test_kv_connector_basic: external hits only", "[upstream:test_schedul
     CHECK(free_blocks(engine) == total);
 }
 
-TEST_CASE("test_kv_connector_unable_to_allocate", "[upstream:test_scheduler::test_kv_connector_unable_to_allocate]") {
+TEST_CASE("test_kv_connector_unable_to_allocate", "[upstream:test_scheduler.py::test_kv_connector_unable_to_allocate]") {
     const Trace trace = parse_trace(
         "kvsim-trace 1\nengine block_size=4 num_blocks=10 max_batched_tokens=8192 max_model_len=4096\n"
         "run max_steps=40 variant=v0.30.0\nconnector mock role=kv_consumer matched=8 async=off\n"
@@ -107,7 +107,7 @@ TEST_CASE("test_kv_connector_unable_to_allocate", "[upstream:test_scheduler::tes
 // Partial: the prefix-cache stats upstream asserts are not modelled; the deferrals and the
 // admission after them are.
 TEST_CASE("test_prefix_cache_query_not_inflated_by_connector_defer: deferred lookups, then admission",
-          "[upstream:test_scheduler::test_prefix_cache_query_not_inflated_by_connector_defer]") {
+          "[upstream:test_scheduler.py::test_prefix_cache_query_not_inflated_by_connector_defer]") {
     const Trace trace = parse_trace(
         "kvsim-trace 1\nengine block_size=16 num_blocks=100\nrun max_steps=40 variant=v0.30.0\n"
         "connector mock role=kv_consumer matched=0 async=off defer=3\nsegment p len=32\n"
@@ -124,7 +124,7 @@ TEST_CASE("test_prefix_cache_query_not_inflated_by_connector_defer: deferred loo
 
 // Partial: reset_prefix_cache(reset_running_requests=True) is not modelled.
 TEST_CASE("test_scheduler_reset_prefix_cache: fails while requests hold KV cache",
-          "[upstream:test_scheduler::test_scheduler_reset_prefix_cache]") {
+          "[upstream:test_scheduler.py::test_scheduler_reset_prefix_cache]") {
     std::string text = "kvsim-trace 1\nengine block_size=16 num_blocks=1000 max_batched_tokens=8192\n"
                        "run max_steps=40 variant=v0.30.0\n";
     for (int i = 0; i < 10; ++i) text += "segment p" + std::to_string(i) + " len=10\n";
