@@ -87,6 +87,7 @@ private:
     bool victim_frees_nothing_for_pins(const std::string& victim_id) const;
     bool try_promote_blocked_waiting_request(Request& request);
     void update_waiting_for_remote_kv(Request& request);
+    bool requeue_blockless_failed_load(std::deque<std::string>& queue, const Request& request);
     int inflight_prefill_reserved_blocks() const;
     KVCacheBlocks blocks_of(const std::string& req_id) const;
 
