@@ -48,6 +48,7 @@ const std::map<std::string, std::string>& trace_of_patch() {
         {"store_tracker_rewind", "store_tracker_not_rewound_after_failed_load"},
         {"requeue_blockless_failed_load", "failed_load_leaves_blockless_head"},
         {"defer_save_over_sync_load", "failed_sync_load_shared_prefix_saved"},
+        {"discard_inflight_on_failed_load+pr57841", "failed_load_self_reservation_with_pending_head"},
     };
     return table;
 }

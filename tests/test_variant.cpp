@@ -10,12 +10,13 @@ using namespace kvsim;
 
 TEST_CASE("variant flags: each row lists its values with the PR that brought them", "[variant]") {
     const auto& flags = variant_flags();
-    REQUIRE(flags.size() == 13);
+    REQUIRE(flags.size() == 15);
     CHECK(flags[0].flag == "free_order");
     CHECK(flags[0].values == "append_all | fresh_head (#42656) | fresh_head_lifo (#51482)");
     CHECK(flags[4].values == "none | is_consumer (seed 000, rejected)");
     CHECK(flags[8].values == "reported | only_when_loading (NIXL's #56640, kvsim fix)");
-    const std::vector<std::string> unfixed = {"reported", "reported", "kept", "admitted", "preempted", "off"};
+    const std::vector<std::string> unfixed = {"reported",  "reported", "kept",          "admitted",
+                                              "preempted", "off",      "stays_skipped", "emitted"};
     auto with_unfixed = [&](std::vector<std::string> values) {
         values.insert(values.end(), unfixed.begin(), unfixed.end());
         return values;
@@ -24,6 +25,10 @@ TEST_CASE("variant flags: each row lists its values with the PR that brought the
           with_unfixed({"fresh_head", "none", "tracker_ids", "off", "none", "real", "delay_free"}));
     CHECK(variant_flag_values(require_variant("v0.30.0")) ==
           with_unfixed({"fresh_head_lifo", "every_scheduled", "assert_missing", "on", "none", "real", "store_job_pins"}));
+    const auto all_fixes = variant_flag_values(require_variant("v0.30.0+all_fixes"));
+    CHECK(std::vector<std::string>(all_fixes.end() - 8, all_fixes.end()) ==
+          std::vector<std::string>{"silent", "only_when_loading", "discarded", "deferred", "stops_retry", "on",
+                                   "requeued_waiting", "deferred"});
 }
 
 TEST_CASE("variant patches set their flag on top of a release", "[variant]") {
