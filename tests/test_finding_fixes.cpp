@@ -46,6 +46,9 @@ const std::map<std::string, std::string>& trace_of_patch() {
         {"pr57841", "finished_load_behind_unadmittable_head"},
         {"pin_aware_preemption", "store_pins_make_preemption_free_nothing"},
         {"store_tracker_rewind", "store_tracker_not_rewound_after_failed_load"},
+        {"requeue_blockless_failed_load", "failed_load_leaves_blockless_head"},
+        {"defer_save_over_sync_load", "failed_sync_load_shared_prefix_saved"},
+        {"discard_inflight_on_failed_load+pr57841", "failed_load_self_reservation_with_pending_head"},
     };
     return table;
 }
@@ -53,7 +56,7 @@ const std::map<std::string, std::string>& trace_of_patch() {
 // Finding traces that have no fix patch yet (they expect their failure on every variant they name),
 // and second witnesses of a finding whose patch has its own trace above.
 const std::vector<std::string>& unfixed_findings() {
-    static const std::vector<std::string> names = {"failed_sync_load_shared_prefix_saved"};
+    static const std::vector<std::string> names = {};
     return names;
 }
 const std::vector<std::string>& second_witnesses() {
@@ -144,6 +147,40 @@ TEST_CASE("+pin_aware_preemption: no preemption frees nothing", "[findings][patc
     const RunResult fixed = run("store_pins_make_preemption_free_nothing", "v0.30.0+pin_aware_preemption");
     CHECK(preemptions(fixed) < preemptions(broken));
     CHECK(fixed.verdict == Verdict::pass);
+}
+
+TEST_CASE("+requeue_blockless_failed_load: the loaded request behind the failed head is promoted and runs first",
+          "[findings][patch]") {
+    // #57841 and the _inflight_prefills discard together leave the deadlock in place.
+    const RunResult broken = run("failed_load_leaves_blockless_head", "v0.30.0+discard_inflight_on_failed_load+pr57841");
+    CHECK(broken.verdict == Verdict::liveness);
+    CHECK_FALSE(any_event(broken, EventCategory::promote, "r2"));
+    const RunResult fixed = run("failed_load_leaves_blockless_head", "v0.30.0+requeue_blockless_failed_load");
+    REQUIRE(fixed.verdict == Verdict::pass);
+    const auto first = [&](EventCategory category, const std::string& request) {
+        return std::find_if(fixed.events.begin(), fixed.events.end(), [&](const LogEvent& e) {
+            return e.category == category && e.request() == request;
+        }) - fixed.events.begin();
+    };
+    CHECK(first(EventCategory::promote, "r1") < first(EventCategory::promote, "r2"));  // r1 failed first
+    CHECK(first(EventCategory::finish, "r2") < first(EventCategory::finish, "r1"));    // r2 no longer waits on r1
+}
+
+TEST_CASE("+defer_save_over_sync_load: the save over a block loaded in the same step waits, then stores computed KV",
+          "[findings][patch]") {
+    const RunResult fixed = run("failed_sync_load_shared_prefix_saved", "v0.30.0+defer_save_over_sync_load");
+    REQUIRE(fixed.verdict == Verdict::pass);
+    CHECK(fixed.findings.empty());
+    std::vector<int> r5_saves;
+    int deferred_at = -1;
+    for (const LogEvent& e : fixed.events) {
+        if (e.request() != "r5") continue;
+        if (e.category == EventCategory::warn && deferred_at < 0) deferred_at = e.step;
+        if (e.category == EventCategory::meta && e.text("action") == "save") r5_saves.push_back(e.step);
+    }
+    REQUIRE(deferred_at >= 0);
+    REQUIRE_FALSE(r5_saves.empty());
+    CHECK(r5_saves.front() > deferred_at);  // saved on a later step, after the failed load was recomputed
 }
 
 // Finding 6 with r1 alone: the recompute's first chunk (48 tokens) ends inside the prompt, while the

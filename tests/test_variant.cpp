@@ -10,14 +10,15 @@ using namespace kvsim;
 
 TEST_CASE("variant flags: each row lists its values with the PR that brought them", "[variant]") {
     const auto& flags = variant_flags();
-    REQUIRE(flags.size() == 17);
+    REQUIRE(flags.size() == 19);
     CHECK(flags[0].flag == "free_order");
     CHECK(flags[0].values == "append_all | fresh_head (#42656) | fresh_head_lifo (#51482)");
     CHECK(flags[4].values == "none | is_consumer (seed 000, rejected)");
     CHECK(flags[7].flag == "load_failure_policy_default");
     CHECK(flags[7].values == "recompute (#26813) | fail (#34896)");
     CHECK(flags[9].values == "reported | only_when_loading (NIXL's #56640, kvsim fix)");
-    const std::vector<std::string> unfixed = {"reported", "reported", "kept", "admitted", "preempted", "off"};
+    const std::vector<std::string> unfixed = {"reported",  "reported", "kept",          "admitted",
+                                              "preempted", "off",      "stays_skipped", "emitted"};
     auto with_unfixed = [&](std::vector<std::string> values) {
         values.insert(values.end(), unfixed.begin(), unfixed.end());
         return values;
@@ -33,9 +34,13 @@ TEST_CASE("variant flags: each row lists its values with the PR that brought the
           with_async(with_unfixed({"fresh_head_lifo", "every_scheduled", "assert_missing", "on", "none", "real",
                                    "store_job_pins", "fail"}),
                      "stops_retry"));
-    CHECK(flags[15].values == "immediate | fenced (#45357)");
+    CHECK(flags[17].values == "immediate | fenced (#45357)");
     CHECK(require_variant("v0.30.0+pre45357").deferred_block_free == DeferredBlockFree::immediate);
     CHECK(require_variant("v0.30.0+pre49675").fenced_victim == FencedVictim::preempted);
+    const auto all_fixes = variant_flag_values(require_variant("v0.30.0+all_fixes"));
+    CHECK(std::vector<std::string>(all_fixes.end() - 11, all_fixes.end() - 3) ==
+          std::vector<std::string>{"silent", "only_when_loading", "discarded", "deferred", "stops_retry", "on",
+                                   "requeued_waiting", "deferred"});
 }
 
 TEST_CASE("variant patches set their flag on top of a release", "[variant]") {

@@ -56,6 +56,10 @@ const std::vector<FlagRow>& flag_rows() {
         flag_row<&Variant::pinned_victim>("pinned_victim",
                                           {{"preempted", ""}, {"stops_retry", "#49675's guard on pins, kvsim fix"}}),
         flag_row<&Variant::store_tracker_rewind>("store_tracker_rewind", {{"off", ""}, {"on", "kvsim fix"}}),
+        flag_row<&Variant::blockless_failed_load>(
+            "blockless_failed_load", {{"stays_skipped", ""}, {"requeued_waiting", "#57841's limit, kvsim fix"}}),
+        flag_row<&Variant::save_over_loading_block>("save_over_loading_block",
+                                                    {{"emitted", ""}, {"deferred", "kvsim fix"}}),
         flag_row<&Variant::async_scheduling_default>("async_scheduling_default",
                                                      {{"off", ""}, {"on", "upstream's resolution of None"}}),
         flag_row<&Variant::deferred_block_free>("deferred_block_free", {{"immediate", ""}, {"fenced", "#45357"}}),
@@ -124,6 +128,7 @@ const std::vector<FlagSetting>& finding_fixes() {
         {"p2p_abort_pull", "silent"},           {"p2p_empty_pull", "only_when_loading"},
         {"failed_load_inflight", "discarded"},  {"async_load_behind_blockless", "deferred"},
         {"pinned_victim", "stops_retry"},       {"store_tracker_rewind", "on"},
+        {"blockless_failed_load", "requeued_waiting"}, {"save_over_loading_block", "deferred"},
     };
     return table;
 }
@@ -167,6 +172,14 @@ const std::vector<Patch>& patches() {
                   .description = "kvsim fix: the store's RequestTracker follows the core's rewind after a failed "
                   "sync load"},
          .settings = {{.flag = "store_tracker_rewind", .value = "on"}}},
+        {.info = {.name = "requeue_blockless_failed_load",
+                  .description = "kvsim fix (#57841's recompute limit): a request whose failed async load freed "
+                  "every block re-enters waiting behind the skipped requests that hold blocks"},
+         .settings = {{.flag = "blockless_failed_load", .value = "requeued_waiting"}}},
+        {.info = {.name = "defer_save_over_sync_load",
+                  .description = "kvsim fix: a store save whose blocks include one a load of the same step "
+                  "writes waits for a later step"},
+         .settings = {{.flag = "save_over_loading_block", .value = "deferred"}}},
         {.info = {.name = "pre45357",
                   .description = "upstream before #45357: a freed request's blocks return to the pool while a "
                   "later step in flight may still write them"},

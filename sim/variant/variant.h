@@ -72,6 +72,14 @@ enum class PinnedVictim { preempted, stops_retry };
 // MooncakeStoreScheduler's RequestTracker after the core rewinds num_computed_tokens (failed
 // sync load): keeps counting, or is rewound to the core's count.
 enum class StoreTrackerRewind { off, on };
+// Waiting phase: a request whose async load failed with nothing valid (recompute policy) and whose
+// blocks were freed stays where it was in skipped_waiting, or re-enters waiting at the front, behind
+// every skipped request that still holds blocks (#57841's invariant, which its limits leave open
+// for the recompute policy).
+enum class BlocklessFailedLoad { stays_skipped, requeued_waiting };
+// MooncakeStoreScheduler.build_connector_meta: a save whose blocks include one a load of the same
+// step writes is emitted, or deferred to a later step with its watermark rolled back.
+enum class SaveOverLoadingBlock { emitted, deferred };
 
 // SchedulerConfig.async_scheduling when the trace does not state it (VllmConfig.__post_init__ resolves
 // None to on where nothing is incompatible).
@@ -99,6 +107,8 @@ struct Variant {
     AsyncLoadBehindBlockless async_load_behind_blockless = AsyncLoadBehindBlockless::admitted;
     PinnedVictim pinned_victim = PinnedVictim::preempted;
     StoreTrackerRewind store_tracker_rewind = StoreTrackerRewind::off;
+    BlocklessFailedLoad blockless_failed_load = BlocklessFailedLoad::stays_skipped;
+    SaveOverLoadingBlock save_over_loading_block = SaveOverLoadingBlock::emitted;
     AsyncSchedulingDefault async_scheduling_default = AsyncSchedulingDefault::off;
     DeferredBlockFree deferred_block_free = DeferredBlockFree::fenced;
     FencedVictim fenced_victim = FencedVictim::stops_retry;

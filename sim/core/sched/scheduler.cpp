@@ -221,6 +221,18 @@ void Scheduler::update_waiting_for_remote_kv(Request& req) {
     finished_recving_kv_req_ids_.erase(req.id());
 }
 
+// blockless_failed_load=requeued_waiting (kvsim's fix; vllm-project/vllm#57841 names the recompute policy among its
+// limits): a promoted request whose failed load freed every block would head skipped_waiting holding none, ahead
+// of parked loads that hold blocks; it re-enters waiting at the front instead, as a preempted request does.
+bool Scheduler::requeue_blockless_failed_load(std::deque<std::string>& queue, const Request& req) {
+    if (variant_.blockless_failed_load != BlocklessFailedLoad::requeued_waiting || &queue != &skipped_waiting_ ||
+        kv_cache_manager_.has_blocks(req.id()))
+        return false;
+    queue.pop_front();
+    waiting_.push_front(req.id());
+    return true;
+}
+
 // Scheduler._inflight_prefill_reserved_blocks @ 003df2961dd8830c317a61f9745ccd557da9fa06
 int Scheduler::inflight_prefill_reserved_blocks() const {
     int reserved = 0;
@@ -353,9 +365,12 @@ void Scheduler::schedule_waiting(StepState& st) {
         auto& queue = select_waiting_queue();
         Request& req = request(queue.front());
 
-        if (req.status == RequestStatus::waiting_for_remote_kvs && !try_promote_blocked_waiting_request(req)) {
-            skip(queue);
-            continue;
+        if (req.status == RequestStatus::waiting_for_remote_kvs) {
+            if (!try_promote_blocked_waiting_request(req)) {
+                skip(queue);
+                continue;
+            }
+            if (requeue_blockless_failed_load(queue, req)) continue;
         }
         const std::optional<WaitingMatch> match = match_waiting_prefix(req);
         if (!match) {

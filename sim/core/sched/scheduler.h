@@ -128,6 +128,7 @@ private:
     void drain_deferred_frees();
     bool try_promote_blocked_waiting_request(Request& request);
     void update_waiting_for_remote_kv(Request& request);
+    bool requeue_blockless_failed_load(std::deque<std::string>& queue, const Request& request);
     int inflight_prefill_reserved_blocks() const;
     KVCacheBlocks blocks_of(const std::string& req_id) const;
 

@@ -108,6 +108,7 @@ std::shared_ptr<const ConnectorMetadata> MooncakeStoreScheduler::build_connector
     add_pending_load_requests(*meta, output);
 
     apply_current_save_block_ids(*meta, output);
+    if (variant_.save_over_loading_block == SaveOverLoadingBlock::deferred) defer_saves_over_loading_blocks(*meta);
     if (variant_.save_block_refs == SaveBlockRefs::store_job_pins) reference_save_blocks(*meta);
     return meta;
 }
@@ -299,6 +300,36 @@ void MooncakeStoreScheduler::apply_current_save_block_ids(StoreMetadata& meta, c
             it->second.num_saved_tokens = m.token_ids_start;
     }
     meta.requests = std::move(kept);
+}
+
+// save_over_loading_block=deferred (kvsim's fix): a load of this step writes blocks that allocate_slots has
+// already cached when it is synchronous, so another request can take them as a prefix hit in the same step.
+// A save over such a block (or over KV computed on top of it) waits: the load may still fail. Its watermark
+// rolls back, as #55066 does for a stale save, so a later step saves those tokens.
+void MooncakeStoreScheduler::defer_saves_over_loading_blocks(StoreMetadata& meta) {
+    std::set<BlockId> loading;
+    for (const ReqMeta& m : meta.requests) {
+        if (!m.load_spec || m.block_ids.empty()) continue;
+        const auto& blocks = m.block_ids.front();
+        const auto first = static_cast<std::size_t>(m.load_spec->vllm_cached_tokens / block_size_);
+        const auto end = static_cast<std::size_t>((m.load_spec->kvpool_cached_tokens + block_size_ - 1) / block_size_);
+        for (std::size_t i = first; i < std::min(end, blocks.size()); ++i) loading.insert(blocks[i]);
+    }
+    if (loading.empty()) return;
+    std::erase_if(meta.requests, [&](const ReqMeta& m) {
+        if (!m.can_save || m.block_ids.empty()) return false;
+        const auto& blocks = m.block_ids.front();
+        const auto covered = static_cast<std::size_t>((m.token_len_chunk + block_size_ - 1) / block_size_);
+        const auto end = std::min(blocks.size(), covered);
+        if (std::none_of(blocks.begin(), blocks.begin() + static_cast<std::ptrdiff_t>(end),
+                         [&](BlockId b) { return loading.contains(b); }))
+            return false;
+        if (auto it = request_trackers_.find(m.req_id); it != request_trackers_.end())
+            it->second.num_saved_tokens = m.token_ids_start;
+        log_.event(EventCategory::warn, "store save of {request} deferred: a load of this step writes its blocks")
+            .request(m.req_id);
+        return true;
+    });
 }
 
 void MooncakeStoreScheduler::reference_save_blocks(StoreMetadata& meta) {

@@ -8,6 +8,7 @@
 //   pending_load_guard / pending_skip_save   the pending-load branch (#54643 / seed 000's rejected fix)
 //   save_block_refs   delay_free (pre-#52372, @ 003df2961dd8830c317a61f9745ccd557da9fa06: request_finished delays the free) or
 //                     store_job_pins (#52372, @ a83dffb9ea007219cd877492e020ec6bee45c6a3: _reference_save_blocks + release per rank)
+//   store_tracker_rewind, save_over_loading_block   kvsim's fixes of its findings (corpus/findings/)
 //
 // Scope: one full-attention KV-cache group (scheduler block size == hash block size ==
 // engine.block_size, select_transfer_block_ids is the identity). Not modelled: Mamba groups
@@ -95,6 +96,7 @@ private:
     void add_pending_load_requests(StoreMetadata& meta, const SchedulerOutput& output);
     // MooncakeStoreScheduler._apply_current_save_block_ids @ a83dffb9ea007219cd877492e020ec6bee45c6a3 (+ #55066 per stale_save)
     void apply_current_save_block_ids(StoreMetadata& meta, const SchedulerOutput& output);
+    void defer_saves_over_loading_blocks(StoreMetadata& meta);
     // MooncakeStoreScheduler._reference_save_blocks @ a83dffb9ea007219cd877492e020ec6bee45c6a3
     void reference_save_blocks(StoreMetadata& meta);
 
