@@ -41,7 +41,7 @@ struct ReferenceDict {
 
 }  // namespace
 
-TEST_CASE("iterates in insertion order; a re-inserted key goes last", "[ordered_map]") {
+TEST_CASE("iterates in insertion order, and a re-inserted key goes last", "[ordered_map]") {
     OrderedMap<int> map;
     map["b"] = 1;
     map["a"] = 2;

@@ -175,7 +175,8 @@ TEST_CASE("scripted report: finished_recving drives the same state change as a d
 
 TEST_CASE("scripted report: invalid_blocks by index rewinds the request", "[engine][scripted]") {
     const Trace t = parse_trace(
-        "kvsim-trace 1\nengine block_size=16 num_blocks=64\nrun max_steps=40 variant=v0.30.0\n"
+        "kvsim-trace 1\nengine block_size=16 num_blocks=64 kv_load_failure_policy=recompute\n"
+        "run max_steps=40 variant=v0.30.0\n"
         "connector mock role=kv_consumer matched=32 async=on\nsegment s len=64\n@0 arrive r1 prompt=s max_tokens=2\n"
         "@1 report finished_recving r1\n@1 report invalid_blocks r1 index=1\n",
         "t.trace");
@@ -190,7 +191,9 @@ TEST_CASE("scripted report: invalid_blocks by index rewinds the request", "[engi
     REQUIRE(report != nullptr);
     CHECK(*report->value<IdList>("invalid") == IdList{table[1]});
     // rewound to the invalid block's first token, and counted as a failed receive
-    CHECK(engine.scheduler().requests().find("r1")->get()->num_computed_tokens == 16);
+    const auto* r1 = engine.scheduler().requests().find("r1");
+    REQUIRE(r1 != nullptr);
+    CHECK(r1->get()->num_computed_tokens == 16);
     CHECK(engine.scheduler().finished_recving_kv_req_ids().contains("r1"));
 }
 
