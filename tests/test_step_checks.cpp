@@ -104,6 +104,15 @@ TEST_CASE("upstream values pass and a planted wrong value is the verdict mismatc
           nullptr);
 }
 
+TEST_CASE("batch checks read the step's batch under async scheduling too", "[step_checks][async]") {
+    std::string async_scenario = kScenario;
+    async_scenario.replace(async_scenario.find("num_blocks=64"), 13, "num_blocks=64 async_scheduling=on");
+    CHECK(run_text(async_scenario + "@0 check batch new=a+b total_tokens=30 at=schedule\n").verdict == Verdict::pass);
+    const RunResult wrong = run_text(async_scenario + "@0 check batch new=- at=schedule\n");
+    REQUIRE(wrong.verdict == Verdict::mismatch);
+    CHECK(wrong.message == "check batch new: expected -, got a+b at step 0");
+}
+
 TEST_CASE("a check for another variant is not evaluated", "[step_checks]") {
     CHECK(run_text(kScenario + "@0 check pool free=1 variants=v0.29.0\n").verdict == Verdict::pass);
     CHECK(run_text(kScenario + "@0 check pool free=1 variants=v0.29.0,v0.30.0\n").verdict == Verdict::mismatch);

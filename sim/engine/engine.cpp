@@ -222,6 +222,7 @@ void Engine::step_with_batch_queue(int step) {
     if (scheduler_->has_requests()) {
         SchedulerOutput output = scheduler_->schedule(step);
         last_connector_metadata_ = output.kv_connector_metadata;
+        if (schedule_probe_) schedule_probe_(output);
         const bool model_executed = output.total_num_scheduled_tokens > 0;
         ModelRunnerOutput runner_output = execute_model(step, output);
         batch_queue_.push_front({std::move(output), std::move(runner_output)});
