@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "sim/common/event_log.h"
+#include "sim/connector/due_receives.h"
 
 namespace kvsim {
 
@@ -53,14 +54,7 @@ void StandInConnectorWorker::execute(int step, const SchedulerOutput& output) {
 
 KVConnectorOutput StandInConnectorWorker::get_finished(int step, const std::set<std::string>&) {
     KVConnectorOutput out;
-    for (auto it = inflight_.begin(); it != inflight_.end();) {
-        if (it->second <= step) {
-            out.finished_recving.insert(it->first);
-            it = inflight_.erase(it);
-        } else {
-            ++it;
-        }
-    }
+    report_due_receives(inflight_, step, out);
     return out;
 }
 

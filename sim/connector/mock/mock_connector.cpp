@@ -1,6 +1,7 @@
 #include "sim/connector/mock/mock_connector.h"
 
 #include "sim/common/event_log.h"
+#include "sim/connector/due_receives.h"
 
 namespace kvsim {
 
@@ -54,14 +55,7 @@ void MockConnectorWorker::execute(int step, const SchedulerOutput& output) {
 
 KVConnectorOutput MockConnectorWorker::get_finished(int step, const std::set<std::string>& /*finished_req_ids*/) {
     KVConnectorOutput out;
-    for (auto it = inflight_.begin(); it != inflight_.end();) {
-        if (it->second <= step) {
-            out.finished_recving.insert(it->first);
-            it = inflight_.erase(it);
-        } else {
-            ++it;
-        }
-    }
+    report_due_receives(inflight_, step, out);
     return out;
 }
 
