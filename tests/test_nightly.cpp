@@ -28,7 +28,7 @@ prefix="" canary=0 dirs=()
 for a in "$@"; do
   case $a in
     -artifact_prefix=*) prefix=${a#*=} ;;
-    -kvsim_abort_on_any=1) canary=1 ;;
+    -kvsim_stop_on=*) canary=1 ;;
     -*) ;;
     *) dirs+=("$a") ;;
   esac
