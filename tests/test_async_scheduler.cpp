@@ -236,3 +236,23 @@ TEST_CASE("runs are deterministic under both modes", "[async][determinism]") {
         CHECK(a.log == b.log);
     }
 }
+
+// Found by the nightly: under async scheduling a finished request's store job still pins its block, the
+// scheduler has no requests left, and the engine stopped polling the worker, so the pin never went.
+TEST_CASE("async scheduling: the engine keeps polling the connector while a store job pins a finished request's block",
+          "[async]") {
+    const Trace trace = parse_trace(
+        "kvsim-trace 1\n"
+        "engine block_size=16 num_blocks=64 kv_load_failure_policy=recompute async_scheduling=on\n"
+        "run seed=6 max_steps=152 variant=v0.29.0+003\n"
+        "connector store role=kv_both load_async=on lookup_async=off enable_lookup=on save_decode_cache=off\n"
+        "workers ranks=1 store_delay_min=1 store_delay_max=3 load_delay_min=1 load_delay_max=1 pull_delay=1\n"
+        "segment b len=16\n"
+        "@0 arrive req-b prompt=b max_tokens=1\n",
+        "t.trace");
+    for (const char* variant : {"v0.29.0+003", "v0.30.0+all_fixes"}) {
+        const RunResult result = run_trace(trace, require_variant(variant));
+        CHECK(result.verdict == Verdict::pass);
+        CHECK(result.steps < 20);
+    }
+}

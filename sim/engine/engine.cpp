@@ -219,7 +219,9 @@ void Engine::step_sync(int step) {
 // is full or nothing was scheduled. The model's GPU never finishes a batch early (`done()` is false).
 void Engine::step_with_batch_queue(int step) {
     last_connector_metadata_.reset();
-    if (scheduler_->has_requests()) {
+    // As in step_sync, a step also runs while only the connector has work (store jobs still pinning
+    // blocks, pushes pending): its worker is polled through execute_model.
+    if (scheduler_->has_requests() || connector_busy()) {
         SchedulerOutput output = scheduler_->schedule(step);
         last_connector_metadata_ = output.kv_connector_metadata;
         if (schedule_probe_) schedule_probe_(output);
@@ -237,12 +239,15 @@ void Engine::step_with_batch_queue(int step) {
     scheduler_->update_from_output(oldest.output, oldest.runner_output);
 }
 
+bool Engine::connector_busy() const {
+    if (connectors_.worker && connectors_.worker->busy()) return true;
+    return connectors_.scheduler && connectors_.scheduler->has_pending_push_work();
+}
+
 bool Engine::quiet() const {
     if (!batch_queue_.empty()) return false;
     if (scheduler_->has_requests()) return false;
-    if (connectors_.worker && connectors_.worker->busy()) return false;
-    if (connectors_.scheduler && connectors_.scheduler->has_pending_push_work()) return false;
-    return true;
+    return !connector_busy();
 }
 
 }  // namespace kvsim

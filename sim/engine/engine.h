@@ -43,6 +43,8 @@ public:
 
     // No request object alive, nothing in flight on the worker, no push work pending.
     bool quiet() const;
+    // The connector still has work: a worker busy with transfers or store jobs, or pushes pending.
+    bool connector_busy() const;
     bool events_exhausted() const { return next_event_ >= trace_.events.size(); }
     // Step of the next unapplied event (precondition: !events_exhausted()).
     int next_event_step() const { return trace_.events[next_event_].step; }
