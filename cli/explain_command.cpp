@@ -21,13 +21,8 @@ int run_explain(const ExplainOptions& options) {
     const auto loaded = load_trace_and_variant(options.trace_path, options.variant, &failure);
     if (!loaded) return failure;
     const RunResult result = run_trace(loaded->trace, loaded->variant);
-    if (result.findings.empty()) {
-        std::cout << explain_text(loaded->trace, result, {}, options.trace_path, loaded->variant_name);
-        return exit_code::kPass;
-    }
-    const CausalSlice slice = causal_slice(loaded->trace, result, result.findings.front());
-    std::cout << explain_text(loaded->trace, result, slice, options.trace_path, loaded->variant_name,
-                              options.max_events);
+    std::cout << explain_run(loaded->trace, result, options.trace_path, loaded->variant_name, options.max_events);
+    if (result.findings.empty()) return exit_code::kPass;
     return result.internal_error ? exit_code::kInternalError : exit_code::of(result.verdict);
 }
 

@@ -115,12 +115,6 @@ std::string minimal_text(const std::string& text, const Replay& r, TriagedArtifa
     return minimized_trace_text(minimized, finding);
 }
 
-// The explanation `kvsim explain` prints: the first finding's causal slice, or the run's summary.
-std::string explanation(const Trace& trace, const RunResult& r, const fs::path& trace_path, const std::string& variant) {
-    if (r.findings.empty()) return explain_text(trace, r, {}, trace_path.string(), variant);
-    return explain_text(trace, r, causal_slice(trace, r, r.findings.front()), trace_path.string(), variant);
-}
-
 // The replay of the minimal trace: log, result.json, page.html and explain.txt (a log only, naming
 // the parse error, when the text is not a trace).
 void write_run_files(const fs::path& tmp, const std::string& text, const TriagedArtifact& t, const TriageConfig& config) {
@@ -137,7 +131,7 @@ void write_run_files(const fs::path& tmp, const std::string& text, const Triaged
         result_json = run_json(trace, r, trace_path.string(), config.variant.name, expectation);
         const RunViewInput view{trace, r, path_text, text, config.variant.name};
         write_file(tmp / kFindingPageFile, run_page_html(view));
-        write_file(tmp / kFindingExplainFile, explanation(trace, r, trace_path, config.variant.name));
+        write_file(tmp / kFindingExplainFile, explain_run(trace, r, trace_path.string(), config.variant.name));
     } catch (const InputError&) {
     }
     write_file(tmp / "log", log);

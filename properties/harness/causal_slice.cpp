@@ -143,4 +143,10 @@ std::string explain_text(const Trace& trace, const RunResult& result, const Caus
     return out;
 }
 
+std::string explain_run(const Trace& trace, const RunResult& result, std::string_view trace_path,
+                        std::string_view variant, std::size_t max_events) {
+    const CausalSlice slice = result.findings.empty() ? CausalSlice{} : causal_slice(trace, result, result.findings.front());
+    return explain_text(trace, result, slice, trace_path, variant, max_events);
+}
+
 }  // namespace kvsim

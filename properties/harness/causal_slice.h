@@ -38,4 +38,8 @@ CausalSlice causal_slice(const Trace& trace, const RunResult& result, const Find
 std::string explain_text(const Trace& trace, const RunResult& result, const CausalSlice& slice,
                          std::string_view trace_path, std::string_view variant, std::size_t max_events = 12);
 
+// What `kvsim explain` prints for a run: explain_text over its first finding's causal slice.
+std::string explain_run(const Trace& trace, const RunResult& result, std::string_view trace_path,
+                        std::string_view variant, std::size_t max_events = 12);
+
 }  // namespace kvsim

@@ -449,18 +449,23 @@ private:
         }
     }
 
+    // The step of an event or check line: in range, not before the previous line of its kind, below max_steps.
+    template <typename Line>
+    void step_rules(const Line& l, const Line* previous, std::string_view kind) const {
+        const std::string field = fmt::format("{}.step", kind);
+        if (auto bad = check_value(event_step_spec(), Value{std::int64_t{l.step}})) fail(l.line, field, *bad);
+        if (previous && l.step < previous->step)
+            fail(l.line, field, fmt::format("step {} is before step {} of the previous {} (line {})", l.step,
+                                            previous->step, kind, previous->line));
+        if (l.step >= t_.run.max_steps)
+            fail(l.line, field, fmt::format("step {} is not below run.max_steps {}", l.step, t_.run.max_steps));
+    }
+
     void events() {
         Arrivals arrived;
         const Event* previous = nullptr;
         for (const Event& e : t_.events) {
-            const KeySpec& step_spec = event_step_spec();
-            if (auto bad = check_value(step_spec, Value{std::int64_t{e.step}})) fail(e.line, "event.step", *bad);
-            if (previous && e.step < previous->step)
-                fail(e.line, "event.step", fmt::format("step {} is before step {} of the previous event (line {})",
-                                                       e.step, previous->step, previous->line));
-            if (e.step >= t_.run.max_steps)
-                fail(e.line, "event.step",
-                     fmt::format("step {} is not below run.max_steps {}", e.step, t_.run.max_steps));
+            step_rules(e, previous, "event");
             std::visit([&](const auto& body) { event_rules(body, e.line, arrived); }, e.body);
             printable(e.line, "event", format_line(e));
             previous = &e;
@@ -471,13 +476,7 @@ private:
     void checks() const {
         const StepCheck* previous = nullptr;
         for (const StepCheck& c : t_.checks) {
-            if (auto bad = check_value(event_step_spec(), Value{std::int64_t{c.step}})) fail(c.line, "check.step", *bad);
-            if (previous && c.step < previous->step)
-                fail(c.line, "check.step", fmt::format("step {} is before step {} of the previous check (line {})",
-                                                       c.step, previous->step, previous->line));
-            if (c.step >= t_.run.max_steps)
-                fail(c.line, "check.step",
-                     fmt::format("step {} is not below run.max_steps {}", c.step, t_.run.max_steps));
+            step_rules(c, previous, "check");
             if (auto bad = validate_check(c.body)) fail(c.line, bad->field, bad->message);
             printable(c.line, "check", format_line(c));
             previous = &c;
