@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_runner.h"
 #include "properties/harness/matrix.h"
 #include "properties/harness/run_trace.h"
 #include "sim/common/event_log.h"
@@ -49,6 +50,7 @@ const std::map<std::string, std::string>& trace_of_patch() {
         {"requeue_blockless_failed_load", "failed_load_leaves_blockless_head"},
         {"defer_save_over_sync_load", "failed_sync_load_shared_prefix_saved"},
         {"discard_inflight_on_failed_load+pr57841", "failed_load_self_reservation_with_pending_head"},
+        {"rollback_placeholders_on_failed_load", "failed_load_keeps_async_placeholders"},
     };
     return table;
 }
@@ -60,7 +62,8 @@ const std::vector<std::string>& unfixed_findings() {
     return names;
 }
 const std::vector<std::string>& second_witnesses() {
-    static const std::vector<std::string> names = {"multiconnector_store_first_late_load_into_foreign_block"};
+    static const std::vector<std::string> names = {"multiconnector_store_first_late_load_into_foreign_block",
+                                                   "store_tracker_not_rewound_saves_uncomputed_tokens"};
     return names;
 }
 
@@ -108,6 +111,39 @@ TEST_CASE("+pr50565: the aborted request's cleanup pull is answered but not repo
     REQUIRE(pull_result != fixed.events.end());
     CHECK(pull_result->flag("notify_only"));
     CHECK_FALSE(pull_result->flag("reported"));
+}
+
+TEST_CASE("+rollback_placeholders_on_failed_load: the recompute schedules the whole prompt, no more, and finishes",
+          "[findings][patch][async]") {
+    const auto scheduled_tokens = [](const RunResult& r) {
+        std::vector<std::int64_t> tokens;
+        for (const LogEvent& e : r.events)
+            if (e.category == EventCategory::schedule && e.integer("tokens").value_or(0) > 0)
+                tokens.push_back(*e.integer("tokens"));
+        return tokens;
+    };
+    const RunResult broken = run("failed_load_keeps_async_placeholders", "v0.30.0");
+    const RunResult fixed = run("failed_load_keeps_async_placeholders", "v0.30.0+rollback_placeholders_on_failed_load");
+    CHECK(scheduled_tokens(broken) == std::vector<std::int64_t>{1, 18});
+    CHECK(scheduled_tokens(fixed) == std::vector<std::int64_t>{1, 17});
+    CHECK(any_event(fixed, EventCategory::finish, "r0"));
+    CHECK_FALSE(any_event(broken, EventCategory::finish, "r0"));
+}
+
+TEST_CASE("+rollback_placeholders_on_failed_load: a step scheduled before the rewind has its output discarded",
+          "[findings][patch][async]") {
+    // max_tokens=3: step 1 decodes r0 before step 0's failed load is processed; its sampled token is stale.
+    std::string text = testing::slurp(kFindings + "failed_load_keeps_async_placeholders.trace");
+    text.replace(text.find("max_tokens=1"), 12, "max_tokens=3");
+    const Trace trace = parse_trace(text, "failed_load_keeps_async_placeholders(max_tokens=3)");
+    const RunResult broken = run_trace(trace, require_variant("v0.30.0"));
+    CHECK(broken.signature == "violation:computed_beyond_tokens");
+    const RunResult fixed = run_trace(trace, require_variant("v0.30.0+rollback_placeholders_on_failed_load"));
+    REQUIRE(fixed.verdict == Verdict::pass);
+    const auto finish = std::find_if(fixed.events.begin(), fixed.events.end(),
+                                     [](const LogEvent& e) { return e.category == EventCategory::finish; });
+    REQUIRE(finish != fixed.events.end());
+    CHECK(finish->integer("output") == 3);  // the three tokens sampled after the recompute, not the stale one
 }
 
 TEST_CASE("+discard_inflight_on_failed_load: the re-lookup after a failed load parks and runs", "[findings][patch]") {

@@ -10,7 +10,7 @@ using namespace kvsim;
 
 TEST_CASE("variant flags: each row lists its values with the PR that brought them", "[variant]") {
     const auto& flags = variant_flags();
-    REQUIRE(flags.size() == 19);
+    REQUIRE(flags.size() == 20);
     CHECK(flags[0].flag == "free_order");
     CHECK(flags[0].values == "append_all | fresh_head (#42656) | fresh_head_lifo (#51482)");
     CHECK(flags[4].values == "none | is_consumer (seed 000, rejected)");
@@ -18,7 +18,8 @@ TEST_CASE("variant flags: each row lists its values with the PR that brought the
     CHECK(flags[7].values == "recompute (#26813) | fail (#34896)");
     CHECK(flags[9].values == "reported | only_when_loading (NIXL's #56640, kvsim fix)");
     const std::vector<std::string> unfixed = {"reported",  "reported", "kept",          "admitted",
-                                              "preempted", "off",      "stays_skipped", "emitted"};
+                                              "preempted", "off",      "stays_skipped", "emitted",
+                                              "kept"};
     auto with_unfixed = [&](std::vector<std::string> values) {
         values.insert(values.end(), unfixed.begin(), unfixed.end());
         return values;
@@ -34,13 +35,13 @@ TEST_CASE("variant flags: each row lists its values with the PR that brought the
           with_async(with_unfixed({"fresh_head_lifo", "every_scheduled", "assert_missing", "on", "none", "real",
                                    "store_job_pins", "fail"}),
                      "stops_retry"));
-    CHECK(flags[17].values == "immediate | fenced (#45357)");
+    CHECK(flags[18].values == "immediate | fenced (#45357)");
     CHECK(require_variant("v0.30.0+pre45357").deferred_block_free == DeferredBlockFree::immediate);
     CHECK(require_variant("v0.30.0+pre49675").fenced_victim == FencedVictim::preempted);
     const auto all_fixes = variant_flag_values(require_variant("v0.30.0+all_fixes"));
-    CHECK(std::vector<std::string>(all_fixes.end() - 11, all_fixes.end() - 3) ==
+    CHECK(std::vector<std::string>(all_fixes.end() - 12, all_fixes.end() - 3) ==
           std::vector<std::string>{"silent", "only_when_loading", "discarded", "deferred", "stops_retry", "on",
-                                   "requeued_waiting", "deferred"});
+                                   "requeued_waiting", "deferred", "rolled_back"});
 }
 
 TEST_CASE("variant patches set their flag on top of a release", "[variant]") {
@@ -67,7 +68,10 @@ TEST_CASE("variant patches: one per known finding, and all_fixes composes them a
                                     {"discard_inflight_on_failed_load", "failed_load_inflight", "discarded"},
                                     {"pr57841", "async_load_behind_blockless", "deferred"},
                                     {"pin_aware_preemption", "pinned_victim", "stops_retry"},
-                                    {"store_tracker_rewind", "store_tracker_rewind", "on"}};
+                                    {"store_tracker_rewind", "store_tracker_rewind", "on"},
+                                    {"requeue_blockless_failed_load", "blockless_failed_load", "requeued_waiting"},
+                                    {"defer_save_over_sync_load", "save_over_loading_block", "deferred"},
+                                    {"rollback_placeholders_on_failed_load", "failed_load_placeholders", "rolled_back"}};
     const Variant all = require_variant("v0.30.0+all_fixes");
     for (const One& f : fixes) {
         INFO(f.patch);

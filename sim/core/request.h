@@ -88,6 +88,7 @@ public:
     int num_preemptions = 0;
     int num_external_computed_tokens = 0;
     int num_output_placeholders = 0;  // AsyncScheduler: tokens scheduled whose output is not processed yet
+    int async_tokens_to_discard = 0;  // outputs still in flight when a failed load rewound the request (#45430)
     bool is_prefill_chunk = false;    // Scheduler._update_after_schedule: this step samples no token
     std::int64_t last_sched_seq = 0;  // #45357: the schedule() call that last scheduled it
     std::optional<int> num_cached_tokens;

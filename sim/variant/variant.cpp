@@ -60,6 +60,8 @@ const std::vector<FlagRow>& flag_rows() {
             "blockless_failed_load", {{"stays_skipped", ""}, {"requeued_waiting", "#57841's limit, kvsim fix"}}),
         flag_row<&Variant::save_over_loading_block>("save_over_loading_block",
                                                     {{"emitted", ""}, {"deferred", "kvsim fix"}}),
+        flag_row<&Variant::failed_load_placeholders>("failed_load_placeholders",
+                                                     {{"kept", ""}, {"rolled_back", "#45146/#45430, open"}}),
         flag_row<&Variant::async_scheduling_default>("async_scheduling_default",
                                                      {{"off", ""}, {"on", "upstream's resolution of None"}}),
         flag_row<&Variant::deferred_block_free>("deferred_block_free", {{"immediate", ""}, {"fenced", "#45357"}}),
@@ -129,6 +131,7 @@ const std::vector<FlagSetting>& finding_fixes() {
         {"failed_load_inflight", "discarded"},  {"async_load_behind_blockless", "deferred"},
         {"pinned_victim", "stops_retry"},       {"store_tracker_rewind", "on"},
         {"blockless_failed_load", "requeued_waiting"}, {"save_over_loading_block", "deferred"},
+        {"failed_load_placeholders", "rolled_back"},
     };
     return table;
 }
@@ -180,6 +183,10 @@ const std::vector<Patch>& patches() {
                   .description = "kvsim fix: a store save whose blocks include one a load of the same step "
                   "writes waits for a later step"},
          .settings = {{.flag = "save_over_loading_block", .value = "deferred"}}},
+        {.info = {.name = "rollback_placeholders_on_failed_load",
+                  .description = "fix proposed for issue #45138 (#45146, #45430): a request rewound by a failed "
+                  "sync load drops its output placeholders and discards the outputs of later steps in flight"},
+         .settings = {{.flag = "failed_load_placeholders", .value = "rolled_back"}}},
         {.info = {.name = "pre45357",
                   .description = "upstream before #45357: a freed request's blocks return to the pool while a "
                   "later step in flight may still write them"},

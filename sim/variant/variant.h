@@ -80,6 +80,10 @@ enum class BlocklessFailedLoad { stays_skipped, requeued_waiting };
 // MooncakeStoreScheduler.build_connector_meta: a save whose blocks include one a load of the same
 // step writes is emitted, or deferred to a later step with its watermark rolled back.
 enum class SaveOverLoadingBlock { emitted, deferred };
+// Async scheduling, recompute policy: a request rewound by a failed sync load keeps the output
+// placeholders of the steps in flight (issue #45138), or they are rolled back and the outputs of
+// later steps still in flight are discarded (#45146, #45430, #49252, all open or closed unmerged).
+enum class FailedLoadPlaceholders { kept, rolled_back };
 
 // SchedulerConfig.async_scheduling when the trace does not state it (VllmConfig.__post_init__ resolves
 // None to on where nothing is incompatible).
@@ -109,6 +113,7 @@ struct Variant {
     StoreTrackerRewind store_tracker_rewind = StoreTrackerRewind::off;
     BlocklessFailedLoad blockless_failed_load = BlocklessFailedLoad::stays_skipped;
     SaveOverLoadingBlock save_over_loading_block = SaveOverLoadingBlock::emitted;
+    FailedLoadPlaceholders failed_load_placeholders = FailedLoadPlaceholders::kept;
     AsyncSchedulingDefault async_scheduling_default = AsyncSchedulingDefault::off;
     DeferredBlockFree deferred_block_free = DeferredBlockFree::fenced;
     FencedVictim fenced_victim = FencedVictim::stops_retry;

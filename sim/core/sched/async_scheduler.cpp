@@ -19,6 +19,10 @@ void AsyncScheduler::update_after_schedule(const SchedulerOutput& out) {
 }
 
 bool AsyncScheduler::update_request_with_output(Request& req, const std::vector<TokenId>& sampled) {
+    if (req.async_tokens_to_discard > 0) {  // a step scheduled before a failed load rewound the request
+        req.async_tokens_to_discard -= 1;
+        return false;
+    }
     const RequestStatus before = req.status;
     const int outputs_before = req.num_output_tokens();
     const bool stopped = Scheduler::update_request_with_output(req, sampled);
@@ -27,6 +31,14 @@ bool AsyncScheduler::update_request_with_output(Request& req, const std::vector<
     if (before == RequestStatus::running)
         kv_cache_manager_mut().cache_blocks(req, req.num_computed_tokens - req.num_output_placeholders);
     return stopped;
+}
+
+void AsyncScheduler::on_rewound_by_failed_load(Request& req, bool sampled) {
+    if (variant().failed_load_placeholders != FailedLoadPlaceholders::rolled_back) return;
+    const int this_step = sampled ? 1 : 0;
+    model_check(req.num_output_placeholders >= this_step, "a sampling step holds its placeholder");
+    req.async_tokens_to_discard += req.num_output_placeholders - this_step;
+    req.num_output_placeholders = 0;
 }
 
 }  // namespace kvsim

@@ -17,6 +17,10 @@ protected:
     // AsyncScheduler._update_request_with_output @ 014b23503270d029739d400ec4c14ba0714bdcd8: placeholders
     // shrink by the tokens received; a running request caches its blocks up to the processed tokens.
     bool update_request_with_output(Request& request, const std::vector<TokenId>& sampled) override;
+    // failed_load_placeholders=rolled_back: the rule proposed for issue #45138 by vllm-project/vllm#45430
+    // (#45146 zeroes the placeholders only): placeholders of this step go with its skipped output, those of
+    // later steps in flight become async_tokens_to_discard.
+    void on_rewound_by_failed_load(Request& request, bool sampled) override;
 };
 
 }  // namespace kvsim

@@ -599,6 +599,11 @@ void Scheduler::update_from_output(const SchedulerOutput& out, const ModelRunner
     std::set<std::string> failed_sync;
     if (runner_output.kv_connector_output && !runner_output.kv_connector_output->invalid_block_ids.empty())
         failed_sync = handle_invalid_blocks(runner_output.kv_connector_output->invalid_block_ids, out.num_scheduled_tokens);
+    if (recompute_kv_load_failures_)
+        for (const auto& id : failed_sync) {
+            const auto* sampled = runner_output.sampled_token_ids.find(id);
+            on_rewound_by_failed_load(request(id), sampled != nullptr && !sampled->empty());
+        }
     process_sampled_tokens(out, runner_output, failed_sync);
     // kv_load_failure_policy=fail: the failed loads' requests end with an error (in id order; upstream's is a set's).
     if (!recompute_kv_load_failures_ && !failed_sync.empty())

@@ -92,7 +92,11 @@ protected:
     virtual void update_after_schedule(const SchedulerOutput& out);
     // Scheduler._update_request_with_output: appends the sampled tokens until a stop; true when stopped.
     virtual bool update_request_with_output(Request& request, const std::vector<TokenId>& sampled);
+    // After _update_requests_with_invalid_blocks rewound a scheduled request (recompute policy);
+    // `sampled` = this step's output for it carried a token (which update_from_output skips).
+    virtual void on_rewound_by_failed_load(Request& /*request*/, bool /*sampled*/) {}
     Request& request(const std::string& id);
+    const Variant& variant() const { return variant_; }
     KVCacheManager& kv_cache_manager_mut() { return kv_cache_manager_; }
 
 private:
