@@ -75,3 +75,47 @@ TEST_CASE("prefix caching: a request whose hits fit but whose new blocks do not 
     CHECK(ref_counts(m, part1.begin(), part1.begin() + 3) == std::set<int>{1});
     CHECK(ref_counts(m, part1.begin() + 3, part1.end()) == std::set<int>{0});
 }
+
+// Partial: prompt logprobs are not modelled. Requests #0 and #1 are ported (a prompt-logprobs request
+// that misses allocates and caches as any other); request #2, a prompt-logprobs request that skips the
+// prefix cache, is not.
+TEST_CASE("prefix caching: a miss caches its full blocks, a hit shares them, frees keep the eviction order",
+          "[kv_cache_manager][upstream:test_prefix_caching.py::test_prefill_plp]") {
+    KVCacheManager m(11, 16, 8192, true, FreeOrder::fresh_head);
+    std::vector<TokenId> prompt0 = common48();
+    prompt0.insert(prompt0.end(), 7, 3);
+
+    Request req0 = make_request("0", prompt0);
+    ComputedBlocks hit = m.get_computed_blocks(req0);
+    CHECK(req0.block_hashes().size() == 3);
+    CHECK(hit.blocks.empty());
+    CHECK(hit.num_tokens == 0);
+    REQUIRE(m.allocate_slots(req0, 55, hit.num_tokens, hit.blocks).has_value());
+    CHECK(m.get_block_ids("0") == Ids{1, 2, 3, 4});
+    for (BlockId b : {1, 2, 3}) {
+        INFO("block " << b);
+        REQUIRE(m.block_pool().block(b).hash.has_value());
+        CHECK(*m.block_pool().block(b).hash == req0.block_hashes().at(static_cast<std::size_t>(b - 1)));
+        CHECK(m.block_pool().block(b).ref_cnt == 1);
+    }
+    CHECK_FALSE(m.block_pool().block(4).hash.has_value());
+    CHECK(m.block_pool().block(4).ref_cnt == 1);
+
+    std::vector<TokenId> prompt1 = common48();
+    prompt1.insert(prompt1.end(), 5, 3);
+    Request req1 = make_request("1", prompt1);
+    hit = m.get_computed_blocks(req1);
+    CHECK(req1.block_hashes().size() == 3);
+    CHECK(hit.blocks == Ids{1, 2, 3});
+    CHECK(hit.num_tokens == 3 * 16);
+    const auto new_blocks = m.allocate_slots(req1, 53 - 3 * 16, hit.num_tokens, hit.blocks);
+    REQUIRE(new_blocks.has_value());
+    CHECK(*new_blocks == Ids{5});
+    CHECK(ref_counts(m, hit.blocks.begin(), hit.blocks.end()) == std::set<int>{2});
+    CHECK(m.block_pool().num_free_blocks() == 5);
+
+    m.free(req0);
+    m.free(req1);
+    CHECK(m.block_pool().num_free_blocks() == 10);
+    CHECK(m.block_pool().free_queue().to_vector() == Ids{5, 4, 6, 7, 8, 9, 10, 3, 2, 1});
+}

@@ -3,6 +3,7 @@
 // connector's data types (LoadSpec, RequestTracker, ReqMeta, MooncakeStoreConnectorMetadata), for a
 // single full-attention group: no tail_key_boundaries, boundary-state offloads, token ids or CUDA events.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -59,6 +60,16 @@ struct ReqMeta {
                                                        std::optional<bool> skip_save,
                                                        std::vector<BlockHash> block_hashes);
 };
+
+// MooncakeStoreWorkerMetadata.completed_saves: store_job_id -> the number of ranks done with that job.
+using CompletedSaves = std::map<std::int64_t, int>;
+
+// MooncakeStoreWorkerMetadata.aggregate @ a83dffb9ea007219cd877492e020ec6bee45c6a3: the engine merges each
+// rank's metadata into one; a job's counts add up.
+inline CompletedSaves& aggregate_completed_saves(CompletedSaves& into, const CompletedSaves& other) {
+    for (const auto& [store_job_id, count] : other) into[store_job_id] += count;
+    return into;
+}
 
 // MooncakeStoreConnectorMetadata. unfinished_request_ids is a copy taken at build time; upstream
 // shares the scheduler's live set, which no modelled worker path reads.
