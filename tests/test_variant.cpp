@@ -10,7 +10,7 @@ using namespace kvsim;
 
 TEST_CASE("variant flags: each row lists its values with the PR that brought them", "[variant]") {
     const auto& flags = variant_flags();
-    REQUIRE(flags.size() == 20);
+    REQUIRE(flags.size() == 21);
     CHECK(flags[0].flag == "free_order");
     CHECK(flags[0].values == "append_all | fresh_head (#42656) | fresh_head_lifo (#51482)");
     CHECK(flags[4].values == "none | is_consumer (seed 000, rejected)");
@@ -24,7 +24,7 @@ TEST_CASE("variant flags: each row lists its values with the PR that brought the
         return values;
     };
     auto with_async = [](std::vector<std::string> values, const std::string& fenced_victim) {
-        values.insert(values.end(), {"off", "fenced", fenced_victim, "uncounted"});
+        values.insert(values.end(), {"off", "fenced", fenced_victim, "uncounted", "stops_scan"});
         return values;
     };
     CHECK(variant_flag_values(require_variant("v0.27.1")) ==
@@ -39,8 +39,10 @@ TEST_CASE("variant flags: each row lists its values with the PR that brought the
     CHECK(require_variant("v0.30.0+pre49675").fenced_victim == FencedVictim::preempted);
     CHECK(flags[19].values == "uncounted | counted (#42568, open)");
     CHECK(require_variant("v0.30.0+pr42568").async_load_accounting == AsyncLoadAccounting::counted);
+    CHECK(flags[20].values == "stops_scan | skipped_for_holders (#45406, closed)");
+    CHECK(require_variant("v0.30.0+pr45406").blocked_head == BlockedHead::skipped_for_holders);
     const auto all_fixes = variant_flag_values(require_variant("v0.30.0+all_fixes"));
-    CHECK(std::vector<std::string>(all_fixes.end() - 12, all_fixes.end() - 4) ==
+    CHECK(std::vector<std::string>(all_fixes.end() - 13, all_fixes.end() - 5) ==
           std::vector<std::string>{"silent", "only_when_loading", "discarded", "deferred", "stops_retry", "on",
                                    "requeued_waiting", "deferred"});
 }

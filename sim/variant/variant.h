@@ -93,6 +93,10 @@ enum class FencedVictim { preempted, stops_retry };
 // Waiting phase: requests parked in WAITING_FOR_REMOTE_KVS count toward nothing (every release), or toward
 // max_num_seqs and the step's token budget, and in-flight loads cap later async loads (#42568, open).
 enum class AsyncLoadAccounting { uncounted, counted };
+// Waiting phase: a request that cannot be admitted (its allocation fails, or the #42568 request limit) stops the
+// scan (every release), or is skipped for the step while a queued request holds blocks, so a finished load behind
+// it is still promoted (#45406, closed; as read at a branch commit of upstream's scheduler).
+enum class BlockedHead { stops_scan, skipped_for_holders };
 
 struct Variant {
     std::string name = {};
@@ -116,6 +120,7 @@ struct Variant {
     DeferredBlockFree deferred_block_free = DeferredBlockFree::fenced;
     FencedVictim fenced_victim = FencedVictim::stops_retry;
     AsyncLoadAccounting async_load_accounting = AsyncLoadAccounting::uncounted;
+    BlockedHead blocked_head = BlockedHead::stops_scan;
 };
 
 // What is known of a preset: whether it runs every property suite cleanly, or carries a

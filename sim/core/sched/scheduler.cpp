@@ -383,6 +383,16 @@ void Scheduler::release_remote_kv_load(const std::string& req_id) {
     remote_kv_loading_tokens_.erase(it);
 }
 
+// Scheduler.schedule, waiting phase @ 0e26f5b67094f05b9993ea9b42f2e99eb962c654 (vllm-project/vllm#45406,
+// blocked_head=skipped_for_holders): a request that cannot be admitted is skipped, not the end of the scan, while
+// a request in waiting or skipped_waiting (the head included) holds blocks.
+bool Scheduler::skips_blocked_head() const {
+    if (variant_.blocked_head != BlockedHead::skipped_for_holders) return false;
+    auto holds_blocks = [&](const std::string& id) { return kv_cache_manager_.has_blocks(id); };
+    return std::any_of(skipped_waiting_.begin(), skipped_waiting_.end(), holds_blocks) ||
+           std::any_of(waiting_.begin(), waiting_.end(), holds_blocks);
+}
+
 // Scheduler.schedule, waiting phase @ 003df2961dd8830c317a61f9745ccd557da9fa06
 void Scheduler::schedule_waiting(StepState& st) {
     std::vector<std::string> step_skipped;  // encounter order; re-queued ahead of older skipped items
@@ -406,7 +416,11 @@ void Scheduler::schedule_waiting(StepState& st) {
             }
             if (requeue_blockless_failed_load(queue, req)) continue;
         }
-        if (counts_async_loads() && at_request_limit(was_waiting_for_remote_kvs)) break;
+        if (counts_async_loads() && at_request_limit(was_waiting_for_remote_kvs)) {
+            if (!skips_blocked_head()) break;
+            skip(queue);
+            continue;
+        }
         std::optional<WaitingMatch> match = match_waiting_prefix(req);
         if (!match) {
             skip(queue);
@@ -427,7 +441,11 @@ void Scheduler::schedule_waiting(StepState& st) {
         limits.reserved_blocks = match->load_async ? inflight_prefill_reserved_blocks() : 0;
         const auto new_blocks = kv_cache_manager_.allocate_slots(req, *num_new, match->num_local, match->hits, 0,
                                                                  match->num_external, match->load_async, limits);
-        if (!new_blocks) break;  // stays at the head of its queue
+        if (!new_blocks) {
+            if (!skips_blocked_head()) break;  // stays at the head of its queue
+            skip(queue);
+            continue;
+        }
 
         if (connector_ != nullptr) connector_->update_state_after_alloc(req, blocks_of(req.id()), match->num_external);
         queue.pop_front();

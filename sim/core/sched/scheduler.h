@@ -115,6 +115,7 @@ private:
     bool at_request_limit(bool was_waiting_for_remote_kvs) const;
     void clamp_async_load_to_budget(WaitingMatch& match, int token_budget) const;
     void release_remote_kv_load(const std::string& req_id);
+    bool skips_blocked_head() const;
     std::optional<int> num_new_waiting_tokens(const Request& request, const WaitingMatch& match,
                                               const StepState& st) const;
     void park_for_remote_kvs(StepState& st, Request& request, const WaitingMatch& match);
