@@ -3,8 +3,10 @@
 // request, loaded sync or async) and hand-written model runner outputs. The four tests of async loads
 // counting toward max_num_seqs and the token budget run under `+pr42568` (async_load_accounting=counted);
 // the release variant, which does not count them, is shown to fail their first assert.
+// test_async_load_deadlock_head_of_line_blocking runs under `+pr45406` (blocked_head=skipped_for_holders).
 #include <catch2/catch.hpp>
 
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -23,7 +25,7 @@ struct EmptyMetadata : ConnectorMetadata {
 };
 
 // The test's `scheduler.connector = Mock()`: get_num_new_matched_tokens answers (hits[id] or 0, load_async) on
-// every call; the calls, the last update_state_after_alloc's num_external_tokens and the request_finished
+// every call (kvsim: "not decided yet" on the first call for an id in `pending`); the calls, the last update_state_after_alloc's num_external_tokens and the request_finished
 // calls are recorded.
 class MockConnector : public KVConnectorScheduler {
 public:
@@ -31,6 +33,7 @@ public:
     std::string_view name() const override { return "mock"; }
     MatchResult get_num_new_matched_tokens(Request& request, int /*num_computed_tokens*/) override {
         ++lookups;
+        if (pending.erase(request.id()) > 0) return {.num_tokens = std::nullopt};
         const auto it = hits.find(request.id());
         return {.num_tokens = it == hits.end() ? 0 : it->second, .load_async = load_async};
     }
@@ -48,6 +51,7 @@ public:
 
     std::map<std::string, int> hits;
     bool load_async;
+    std::set<std::string> pending;
     int lookups = 0;
     std::optional<int> last_alloc_external;
     int finished_calls = 0;
@@ -330,5 +334,34 @@ TEST_CASE("test_async_progressive_load_failure",
         CHECK(h.req("r1").status == RequestStatus::waiting_for_remote_kvs);
         CHECK(h.scheduler.failed_recving_kv_req_ids() == std::set<std::string>{"r1"});
         CHECK(connector.lookups == 1);
+    }
+}
+
+// Partial: upstream hand-makes its state (B set PREEMPTED, its blocks freed, prepended to skipped_waiting ahead of
+// A's async load). Here B reaches the head of skipped_waiting holding no blocks through a pending lookup, A parks
+// behind it, and upstream's final assert (A runs) is checked.
+TEST_CASE("test_async_load_deadlock_head_of_line_blocking: a finished load behind a blockless head that cannot be admitted",
+          "[upstream:test_kv_load_failure_recovery.py::test_async_load_deadlock_head_of_line_blocking]") {
+    const std::string variant = GENERATE(std::string("v0.30.0+pr45406"), std::string("v0.30.0+pr42568+pr45406"),
+                                         std::string("v0.30.0"));
+    INFO(variant);
+    MockConnector connector({{"A", 16 * kBs}, {"B", 16 * kBs}}, true);
+    connector.pending = {"B"};
+    SchedulerHarness h(upstream_config(1, 512, 24), &connector, variant);
+    h.add("B", 16 * kBs, 16);
+    h.add("A", 16 * kBs, 16);
+    const SchedulerOutput out = schedule(h);
+    CHECK(h.req("A").status == RequestStatus::waiting_for_remote_kvs);
+    CHECK(h.scheduler.skipped_waiting() == std::deque<std::string>{"B", "A"});
+    CHECK_FALSE(h.scheduler.kv_cache_manager().has_blocks("B"));
+
+    h.scheduler.update_from_output(out, runner_output({}, {"A"}, {}));
+    schedule(h);  // B's lookup answers 16 blocks, which do not fit beside A's
+    if (variant == "v0.30.0") {  // the scan stops at B every step
+        CHECK(h.scheduler.running().empty());
+        CHECK(h.scheduler.skipped_waiting() == std::deque<std::string>{"B", "A"});
+    } else {
+        REQUIRE(h.scheduler.running().size() == 1);
+        CHECK(h.scheduler.running()[0] == "A");
     }
 }
