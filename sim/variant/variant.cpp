@@ -66,6 +66,9 @@ const std::vector<FlagRow>& flag_rows() {
                                                      {{"off", ""}, {"on", "upstream's resolution of None"}}),
         flag_row<&Variant::deferred_block_free>("deferred_block_free", {{"immediate", ""}, {"fenced", "#45357"}}),
         flag_row<&Variant::fenced_victim>("fenced_victim", {{"preempted", ""}, {"stops_retry", "#49675"}}),
+        flag_row<&Variant::async_load_accounting>("async_load_accounting",
+                                                  {{"uncounted", ""}, {"counted", "#42568, open"}}),
+        flag_row<&Variant::blocked_head>("blocked_head", {{"stops_scan", ""}, {"skipped_for_holders", "#45406, closed"}}),
     };
     return rows;
 }
@@ -194,6 +197,14 @@ const std::vector<Patch>& patches() {
         {.info = {.name = "pre49675",
                   .description = "upstream before #49675: a victim whose free is fenced is preempted anyway"},
          .settings = {{.flag = "fenced_victim", .value = "preempted"}}},
+        {.info = {.name = "pr42568",
+                  .description = "upstream #42568 (open): async loads in flight count toward max_num_seqs and the "
+                  "token budget, and cap later async loads"},
+         .settings = {{.flag = "async_load_accounting", .value = "counted"}}},
+        {.info = {.name = "pr45406",
+                  .description = "upstream #45406 (closed): a waiting request that cannot be admitted is skipped for "
+                  "the step while a queued request holds blocks"},
+         .settings = {{.flag = "blocked_head", .value = "skipped_for_holders"}}},
         {.info = {.name = "all_fixes",
                   .description = "every fix patch of corpus/findings/ above"},
          .settings = finding_fixes()},

@@ -94,6 +94,13 @@ enum class DeferredBlockFree { immediate, fenced };
 // Running phase: a victim whose block free is fenced is preempted anyway (the retry gains nothing), or
 // stops the allocation retry (#49675, issue #49674).
 enum class FencedVictim { preempted, stops_retry };
+// Waiting phase: requests parked in WAITING_FOR_REMOTE_KVS count toward nothing (every release), or toward
+// max_num_seqs and the step's token budget, and in-flight loads cap later async loads (#42568, open).
+enum class AsyncLoadAccounting { uncounted, counted };
+// Waiting phase: a request that cannot be admitted (its allocation fails, or the #42568 request limit) stops the
+// scan (every release), or is skipped for the step while a queued request holds blocks, so a finished load behind
+// it is still promoted (#45406, closed; as read at a branch commit of upstream's scheduler).
+enum class BlockedHead { stops_scan, skipped_for_holders };
 
 struct Variant {
     std::string name = {};
@@ -117,6 +124,8 @@ struct Variant {
     AsyncSchedulingDefault async_scheduling_default = AsyncSchedulingDefault::off;
     DeferredBlockFree deferred_block_free = DeferredBlockFree::fenced;
     FencedVictim fenced_victim = FencedVictim::stops_retry;
+    AsyncLoadAccounting async_load_accounting = AsyncLoadAccounting::uncounted;
+    BlockedHead blocked_head = BlockedHead::stops_scan;
 };
 
 // What is known of a preset: whether it runs every property suite cleanly, or carries a

@@ -193,6 +193,7 @@ bool Scheduler::try_promote_blocked_waiting_request(Request& req) {
     model_check(req.status == RequestStatus::waiting_for_remote_kvs, "only remote-KV waits are modelled");
     if (!finished_recving_kv_req_ids_.contains(req.id())) return false;
     update_waiting_for_remote_kv(req);
+    release_remote_kv_load(req.id());
     set_status(req, req.num_preemptions > 0 ? RequestStatus::preempted : RequestStatus::waiting);
     log_.event(EventCategory::promote, "{request} computed={computed} status={status}")
         .request(req.id())
@@ -314,10 +315,14 @@ std::optional<int> Scheduler::num_new_waiting_tokens(const Request& req, const W
 
 // Scheduler.schedule, waiting phase @ 003df2961dd8830c317a61f9745ccd557da9fa06: an async load parks the request in
 // WAITING_FOR_REMOTE_KVS, skipped this step.
-void Scheduler::park_for_remote_kvs(Request& req, const WaitingMatch& m) {
+void Scheduler::park_for_remote_kvs(StepState& st, Request& req, const WaitingMatch& m) {
     set_status(req, RequestStatus::waiting_for_remote_kvs);
     req.num_computed_tokens = m.num_computed;
     inflight_prefills_.insert(req.id());
+    // vllm-project/vllm#42568: the load counts toward the request limit and the token budget until promoted.
+    remote_kv_loading_tokens_[req.id()] = m.num_external;
+    num_remote_kv_loading_tokens_ += m.num_external;
+    if (counts_async_loads()) st.token_budget -= m.num_external;
     log_.event(EventCategory::park, "{request} blocks={blocks} local={local} external={external}")
         .request(req.id())
         .blocks("blocks", kv_cache_manager_.get_block_ids(req.id()))
@@ -350,6 +355,44 @@ void Scheduler::log_alloc(const std::string& req_id, const std::vector<BlockId>&
     log_.event(EventCategory::alloc, "{request} +{blocks}").request(req_id).blocks("blocks", new_blocks);
 }
 
+// Scheduler.schedule, waiting phase @ 003df2961dd8830c317a61f9745ccd557da9fa06: the running requests reach
+// max_num_seqs. vllm-project/vllm#42568 (async_load_accounting=counted): parked async loads count too, except for
+// a load being promoted (already counted); FCFS stops the scan there.
+bool Scheduler::at_request_limit(bool was_waiting_for_remote_kvs) const {
+    if (!counts_async_loads()) return static_cast<int>(running_.size()) >= config_.max_running;
+    if (was_waiting_for_remote_kvs) return false;
+    return static_cast<int>(running_.size() + remote_kv_loading_tokens_.size()) >= config_.max_running;
+}
+
+// Scheduler.schedule, waiting phase @ 0e26f5b67094f05b9993ea9b42f2e99eb962c654 (vllm-project/vllm#42568): an async
+// load takes whole blocks of what is left of the step's token budget and of max_num_batched_tokens after the loads
+// in flight; with none left it falls back to computing the prompt (the request stays preemptable).
+void Scheduler::clamp_async_load_to_budget(WaitingMatch& m, int token_budget) const {
+    int budget = std::min(token_budget, std::max(0, config_.max_batched_tokens - num_remote_kv_loading_tokens_));
+    budget = budget / config_.block_size * config_.block_size;
+    if (m.num_external > budget) m.num_external = budget;
+    if (m.num_external == 0) m.load_async = false;
+    m.num_computed = m.num_local + m.num_external;
+}
+
+// The bookkeeping of vllm-project/vllm#42568 for a parked load that is promoted or finished.
+void Scheduler::release_remote_kv_load(const std::string& req_id) {
+    const auto it = remote_kv_loading_tokens_.find(req_id);
+    if (it == remote_kv_loading_tokens_.end()) return;
+    num_remote_kv_loading_tokens_ -= it->second;
+    remote_kv_loading_tokens_.erase(it);
+}
+
+// Scheduler.schedule, waiting phase @ 0e26f5b67094f05b9993ea9b42f2e99eb962c654 (vllm-project/vllm#45406,
+// blocked_head=skipped_for_holders): a request that cannot be admitted is skipped, not the end of the scan, while
+// a request in waiting or skipped_waiting (the head included) holds blocks.
+bool Scheduler::skips_blocked_head() const {
+    if (variant_.blocked_head != BlockedHead::skipped_for_holders) return false;
+    auto holds_blocks = [&](const std::string& id) { return kv_cache_manager_.has_blocks(id); };
+    return std::any_of(skipped_waiting_.begin(), skipped_waiting_.end(), holds_blocks) ||
+           std::any_of(waiting_.begin(), waiting_.end(), holds_blocks);
+}
+
 // Scheduler.schedule, waiting phase @ 003df2961dd8830c317a61f9745ccd557da9fa06
 void Scheduler::schedule_waiting(StepState& st) {
     std::vector<std::string> step_skipped;  // encounter order; re-queued ahead of older skipped items
@@ -361,22 +404,29 @@ void Scheduler::schedule_waiting(StepState& st) {
     };
 
     while ((!waiting_.empty() || !skipped_waiting_.empty()) && st.token_budget > 0) {
-        if (static_cast<int>(running_.size()) >= config_.max_running) break;
+        if (!counts_async_loads() && at_request_limit(false)) break;
         auto& queue = select_waiting_queue();
         Request& req = request(queue.front());
 
-        if (req.status == RequestStatus::waiting_for_remote_kvs) {
+        const bool was_waiting_for_remote_kvs = req.status == RequestStatus::waiting_for_remote_kvs;
+        if (was_waiting_for_remote_kvs) {
             if (!try_promote_blocked_waiting_request(req)) {
                 skip(queue);
                 continue;
             }
             if (requeue_blockless_failed_load(queue, req)) continue;
         }
-        const std::optional<WaitingMatch> match = match_waiting_prefix(req);
+        if (counts_async_loads() && at_request_limit(was_waiting_for_remote_kvs)) {
+            if (!skips_blocked_head()) break;
+            skip(queue);
+            continue;
+        }
+        std::optional<WaitingMatch> match = match_waiting_prefix(req);
         if (!match) {
             skip(queue);
             continue;
         }
+        if (match->load_async && counts_async_loads()) clamp_async_load_to_budget(*match, st.token_budget);
         // vllm-project/vllm#57841: no async load (which holds blocks) behind a skipped request holding none.
         if (match->load_async && passed_blockless &&
             variant_.async_load_behind_blockless == AsyncLoadBehindBlockless::deferred) {
@@ -391,12 +441,16 @@ void Scheduler::schedule_waiting(StepState& st) {
         limits.reserved_blocks = match->load_async ? inflight_prefill_reserved_blocks() : 0;
         const auto new_blocks = kv_cache_manager_.allocate_slots(req, *num_new, match->num_local, match->hits, 0,
                                                                  match->num_external, match->load_async, limits);
-        if (!new_blocks) break;  // stays at the head of its queue
+        if (!new_blocks) {
+            if (!skips_blocked_head()) break;  // stays at the head of its queue
+            skip(queue);
+            continue;
+        }
 
         if (connector_ != nullptr) connector_->update_state_after_alloc(req, blocks_of(req.id()), match->num_external);
         queue.pop_front();
         if (match->load_async) {
-            park_for_remote_kvs(req, *match);
+            park_for_remote_kvs(st, req, *match);
             step_skipped.push_back(req.id());
             continue;
         }
@@ -739,6 +793,7 @@ std::vector<std::string> Scheduler::finish_requests(const std::vector<std::strin
             delay = !finished_recving_kv_req_ids_.contains(req->id());
             finished_recving_kv_req_ids_.erase(req->id());
             failed_recving_kv_req_ids_.erase(req->id());
+            release_remote_kv_load(req->id());
         }
         if (status == RequestStatus::finished_aborted)
             log_.event(EventCategory::abort, "{request} from {status}").request(req->id()).status("status", to_string(req->status));

@@ -4,6 +4,7 @@
 // engine (no async scheduling, no pipeline parallelism, no speculative decoding).
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -114,9 +115,14 @@ private:
         int num_computed = 0;
     };
     std::optional<WaitingMatch> match_waiting_prefix(Request& request);
+    bool counts_async_loads() const { return variant_.async_load_accounting == AsyncLoadAccounting::counted; }
+    bool at_request_limit(bool was_waiting_for_remote_kvs) const;
+    void clamp_async_load_to_budget(WaitingMatch& match, int token_budget) const;
+    void release_remote_kv_load(const std::string& req_id);
+    bool skips_blocked_head() const;
     std::optional<int> num_new_waiting_tokens(const Request& request, const WaitingMatch& match,
                                               const StepState& st) const;
-    void park_for_remote_kvs(Request& request, const WaitingMatch& match);
+    void park_for_remote_kvs(StepState& st, Request& request, const WaitingMatch& match);
     void admit_waiting(StepState& st, Request& request, const WaitingMatch& match, int num_new,
                        const std::vector<BlockId>& new_blocks);
     void log_alloc(const std::string& req_id, const std::vector<BlockId>& new_blocks);
@@ -164,6 +170,8 @@ private:
     std::set<std::string> finished_recving_kv_req_ids_;
     std::set<std::string> failed_recving_kv_req_ids_;
     std::set<std::string> inflight_prefills_;
+    std::map<std::string, int> remote_kv_loading_tokens_;  // #42568: parked request -> its async load's tokens
+    int num_remote_kv_loading_tokens_ = 0;
     std::vector<StatusTransition> transitions_;
 
     bool defer_block_free_ = false;
