@@ -101,6 +101,17 @@ void add_three_two_block_loads(SchedulerHarness& h) {
     for (const char* id : {"r1", "r2", "r3"}) h.add(id, 2 * kBs, 16);
 }
 
+// The first step of the two tests below under #42568: r1 and r2 parked in WAITING_FOR_REMOTE_KVS, nothing
+// scheduled, r3 still waiting and never looked up.
+void check_two_loads_parked(SchedulerHarness& h, const SchedulerOutput& out, const MockConnector& connector) {
+    CHECK(h.scheduler.running().empty());
+    CHECK(h.scheduler.skipped_waiting().size() == 2);
+    CHECK(h.scheduler.waiting().size() == 1);
+    CHECK(out.total_num_scheduled_tokens == 0);
+    CHECK(connector.lookups == 2);
+    for (const auto& id : h.scheduler.skipped_waiting()) CHECK(h.req(id).status == RequestStatus::waiting_for_remote_kvs);
+}
+
 }  // namespace
 
 TEST_CASE("test_async_loads_count_toward_active_request_limit",
@@ -110,12 +121,7 @@ TEST_CASE("test_async_loads_count_toward_active_request_limit",
         SchedulerHarness h(upstream_config(2, 64), &connector, "v0.30.0+pr42568");
         add_three_two_block_loads(h);
         const SchedulerOutput out = schedule(h);
-        CHECK(h.scheduler.running().empty());
-        CHECK(h.scheduler.skipped_waiting().size() == 2);
-        CHECK(h.scheduler.waiting().size() == 1);
-        CHECK(out.total_num_scheduled_tokens == 0);
-        CHECK(connector.lookups == 2);
-        for (const auto& id : h.scheduler.skipped_waiting()) CHECK(h.req(id).status == RequestStatus::waiting_for_remote_kvs);
+        check_two_loads_parked(h, out, connector);
 
         h.scheduler.update_from_output(out, runner_output({}, {"r1", "r2"}, {}));
         const SchedulerOutput next = schedule(h);
@@ -141,15 +147,8 @@ TEST_CASE("test_async_loads_count_toward_token_budget",
         SchedulerHarness h(upstream_config(8, 32), &connector, "v0.30.0+pr42568");
         add_three_two_block_loads(h);
         const SchedulerOutput out = schedule(h);
-        CHECK(h.scheduler.running().empty());
-        CHECK(h.scheduler.skipped_waiting().size() == 2);
-        CHECK(h.scheduler.waiting().size() == 1);
-        CHECK(out.total_num_scheduled_tokens == 0);
-        CHECK(connector.lookups == 2);
-        for (const auto& id : h.scheduler.skipped_waiting()) {
-            CHECK(h.req(id).num_computed_tokens == kBs);
-            CHECK(h.req(id).status == RequestStatus::waiting_for_remote_kvs);
-        }
+        check_two_loads_parked(h, out, connector);
+        for (const auto& id : h.scheduler.skipped_waiting()) CHECK(h.req(id).num_computed_tokens == kBs);
     }
     SECTION("v0.30.0 (uncounted): loads cost no budget") {
         SchedulerHarness h(upstream_config(8, 32), &connector, "v0.30.0");
