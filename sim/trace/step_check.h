@@ -2,8 +2,9 @@
 // Step checks: `@STEP check KIND [ID] KEY=VALUE... [at=schedule|end] [variants=V,V...]`, a trace
 // line that states what the model's state must be at a step (an upstream test's asserts). The
 // check keys are one table (kCheckKeys in step_check.cpp: kind, name, value type, whether it
-// names an ID, help); the parser, printer, validation and `kvsim format` read it, and the
-// evaluator (properties/step_checks) binds one reader to each CheckKey.
+// names an ID, help), generated from the one list of keys, check_keys.def; the parser, printer,
+// validation and `kvsim format` read it, and the evaluator (properties/step_checks) binds one
+// reader to each row of the same list.
 #include <optional>
 #include <span>
 #include <string>
@@ -32,33 +33,18 @@ inline constexpr EnumNames<CheckPhase, 2> kCheckPhaseNames = {{
     {CheckPhase::end, "end"},
 }};
 
-// What a check key reads; one reader per value in properties/step_checks/check_readers.cpp.
+// What a check key reads: one value per row of check_keys.def, in its order (the key table indexes
+// by it; properties/step_checks binds the reader read_KIND_NAME to each).
 enum class CheckKey {
-    request_status,
-    request_computed,
-    request_blocks,
-    request_hashed,
-    request_preemptions,
-    request_alive,
-    queue_waiting,
-    queue_running,
-    queue_skipped,
-    queue_finished_recving,
-    queue_failed_recving,
-    batch_new,
-    batch_cached,
-    batch_resumed,
-    batch_preempted,
-    batch_finished,
-    batch_total_tokens,
-    batch_tokens,
-    pool_free,
-    pool_free_queue,
-    pool_cached,
-    block_ref_cnt,
-    block_hashed,
+#define KVSIM_CHECK_KEY(kind, name, type, needs_id, help) kind##_##name,
+#include "sim/trace/check_keys.def"
+#undef KVSIM_CHECK_KEY
 };
-inline constexpr std::size_t kCheckKeyCount = static_cast<std::size_t>(CheckKey::block_hashed) + 1;
+inline constexpr std::size_t kCheckKeyCount = 0
+#define KVSIM_CHECK_KEY(kind, name, type, needs_id, help) +1
+#include "sim/trace/check_keys.def"
+#undef KVSIM_CHECK_KEY
+    ;
 
 // How a check value is written (and compared: as its canonical text).
 enum class CheckValueType {
