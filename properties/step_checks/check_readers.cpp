@@ -7,78 +7,72 @@
 #include <charconv>
 #include <vector>
 
+#include "properties/step_checks/check_values.h"
+#include "properties/step_checks/connector_check_readers.h"
+
 namespace kvsim {
 namespace {
 
 using Reader = std::string (*)(const std::string& id, const CheckedState& state);
 
-template <class Range>
-std::string names(const Range& ids) {
-    std::string out;
-    for (const std::string& id : ids) out += (out.empty() ? "" : "+") + id;
-    return out.empty() ? "-" : out;
-}
-
-std::string blocks(const std::vector<BlockId>& ids) { return ids.empty() ? "-" : fmt::format("{}", fmt::join(ids, ",")); }
-std::string on_off(bool value) { return value ? "on" : "off"; }
 
 const Request* request_of(const std::string& id, const CheckedState& s) {
     const auto* slot = s.engine.scheduler().requests().find(id);
     return slot ? slot->get() : nullptr;
 }
 
-// An integer field of the request; "absent" without a request object.
+// An integer field of the request; std::string(kAbsent) without a request object.
 template <int Request::*Field>
 std::string request_int(const std::string& id, const CheckedState& s) {
     const Request* r = request_of(id, s);
-    return r ? fmt::format("{}", r->*Field) : "absent";
+    return r ? fmt::format("{}", r->*Field) : std::string(kAbsent);
 }
 
 std::string read_request_status(const std::string& id, const CheckedState& s) {
     const Request* r = request_of(id, s);
-    return r ? std::string(to_string(r->status)) : "absent";
+    return r ? std::string(to_string(r->status)) : std::string(kAbsent);
 }
 
 std::string read_request_blocks(const std::string& id, const CheckedState& s) {
-    return blocks(s.engine.scheduler().kv_cache_manager().get_block_ids(id));
+    return check_blocks(s.engine.scheduler().kv_cache_manager().get_block_ids(id));
 }
 
 std::string read_request_hashed(const std::string& id, const CheckedState& s) {
     const Request* r = request_of(id, s);
-    return r ? fmt::format("{}", r->block_hashes().size()) : "absent";
+    return r ? fmt::format("{}", r->block_hashes().size()) : std::string(kAbsent);
 }
 
-std::string read_request_alive(const std::string& id, const CheckedState& s) { return on_off(request_of(id, s) != nullptr); }
+std::string read_request_alive(const std::string& id, const CheckedState& s) { return check_on_off(request_of(id, s) != nullptr); }
 
-std::string read_queue_waiting(const std::string&, const CheckedState& s) { return names(s.engine.scheduler().waiting()); }
-std::string read_queue_running(const std::string&, const CheckedState& s) { return names(s.engine.scheduler().running()); }
+std::string read_queue_waiting(const std::string&, const CheckedState& s) { return check_names(s.engine.scheduler().waiting()); }
+std::string read_queue_running(const std::string&, const CheckedState& s) { return check_names(s.engine.scheduler().running()); }
 std::string read_queue_skipped(const std::string&, const CheckedState& s) {
-    return names(s.engine.scheduler().skipped_waiting());
+    return check_names(s.engine.scheduler().skipped_waiting());
 }
 std::string read_queue_finished_recving(const std::string&, const CheckedState& s) {
-    return names(s.engine.scheduler().finished_recving_kv_req_ids());
+    return check_names(s.engine.scheduler().finished_recving_kv_req_ids());
 }
 std::string read_queue_failed_recving(const std::string&, const CheckedState& s) {
-    return names(s.engine.scheduler().failed_recving_kv_req_ids());
+    return check_names(s.engine.scheduler().failed_recving_kv_req_ids());
 }
 
 std::string read_batch_new(const std::string&, const CheckedState& s) {
     std::vector<std::string> ids;
     if (s.batch)
         for (const NewRequestData& r : s.batch->scheduled_new_reqs) ids.push_back(r.req_id);
-    return names(ids);
+    return check_names(ids);
 }
 std::string read_batch_cached(const std::string&, const CheckedState& s) {
-    return s.batch ? names(s.batch->scheduled_cached_reqs.req_ids) : "-";
+    return s.batch ? check_names(s.batch->scheduled_cached_reqs.req_ids) : "-";
 }
 std::string read_batch_resumed(const std::string&, const CheckedState& s) {
-    return s.batch ? names(s.batch->scheduled_cached_reqs.resumed_req_ids) : "-";
+    return s.batch ? check_names(s.batch->scheduled_cached_reqs.resumed_req_ids) : "-";
 }
 std::string read_batch_preempted(const std::string&, const CheckedState& s) {
-    return s.batch ? names(s.batch->preempted_req_ids) : "-";
+    return s.batch ? check_names(s.batch->preempted_req_ids) : "-";
 }
 std::string read_batch_finished(const std::string&, const CheckedState& s) {
-    return s.batch ? names(s.batch->finished_req_ids) : "-";
+    return s.batch ? check_names(s.batch->finished_req_ids) : "-";
 }
 std::string read_batch_total_tokens(const std::string&, const CheckedState& s) {
     return fmt::format("{}", s.batch ? s.batch->total_num_scheduled_tokens : 0);
@@ -92,7 +86,7 @@ const BlockPool& pool_of(const CheckedState& s) { return s.engine.scheduler().kv
 
 std::string read_pool_free(const std::string&, const CheckedState& s) { return fmt::format("{}", pool_of(s).num_free_blocks()); }
 std::string read_pool_free_queue(const std::string&, const CheckedState& s) {
-    return blocks(pool_of(s).free_queue().to_vector());
+    return check_blocks(pool_of(s).free_queue().to_vector());
 }
 std::string read_pool_cached(const std::string&, const CheckedState& s) {
     std::size_t n = 0;
@@ -109,11 +103,11 @@ const KVCacheBlock* block_of(const std::string& id, const CheckedState& s) {
 }
 std::string read_block_ref_cnt(const std::string& id, const CheckedState& s) {
     const KVCacheBlock* b = block_of(id, s);
-    return b ? fmt::format("{}", b->ref_cnt) : "absent";
+    return b ? fmt::format("{}", b->ref_cnt) : std::string(kAbsent);
 }
 std::string read_block_hashed(const std::string& id, const CheckedState& s) {
     const KVCacheBlock* b = block_of(id, s);
-    return b ? on_off(b->hash.has_value()) : "absent";
+    return b ? check_on_off(b->hash.has_value()) : std::string(kAbsent);
 }
 
 std::string read_request_computed(const std::string& id, const CheckedState& s) {

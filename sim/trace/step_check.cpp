@@ -21,12 +21,13 @@ constexpr CheckKeySpec kCheckKeys[] = {
 #undef KVSIM_CHECK_KEY
 };
 
-constexpr EnumNames<CheckValueType, 5> kValueTypeNames = {{
+constexpr EnumNames<CheckValueType, 6> kValueTypeNames = {{
     {T::integer, "N"},
     {T::boolean, "on|off"},
     {T::status, "STATUS"},
     {T::names, "ID+ID...|-"},
     {T::blocks, "B,B,...|-"},
+    {T::index, "N|-"},
 }};
 
 constexpr std::size_t kMaxVariants = 16;
@@ -64,7 +65,6 @@ bool is_list(std::string_view s, char sep, Pred element) {
 }
 
 bool is_status(std::string_view s) {
-    if (s == "absent") return true;
     if (s.empty() || s.size() > 32) return false;
     for (char c : s)
         if (!((c >= 'A' && c <= 'Z') || c == '_')) return false;
@@ -72,12 +72,14 @@ bool is_status(std::string_view s) {
 }
 
 bool value_ok(CheckValueType type, std::string_view s) {
+    if (s == "absent") return true;  // the item the key reads does not exist (any value form)
     switch (type) {
         case T::integer: return is_integer(s);
         case T::boolean: return s == "on" || s == "off";
         case T::status: return is_status(s);
         case T::names: return is_list(s, '+', is_name);
         case T::blocks: return is_list(s, ',', is_integer);
+        case T::index: return s == "-" || is_integer(s);
     }
     return false;
 }
@@ -86,6 +88,12 @@ const CheckKeySpec* find_key(CheckKind kind, std::string_view name) {
     for (const CheckKeySpec& k : kCheckKeys)
         if (k.kind == kind && k.name == name) return &k;
     return nullptr;
+}
+
+std::string kind_names() {
+    std::string out;
+    for (const auto& [kind, name] : kCheckKindNames) out += fmt::format("{}{}", out.empty() ? "" : ", ", name);
+    return out;
 }
 
 std::string keys_of(CheckKind kind) {
@@ -169,13 +177,12 @@ std::string_view to_string(CheckValueType type) { return enum_name(kValueTypeNam
 
 std::optional<CheckEvent> parse_check(std::span<const std::string_view> args, CheckError* error) {
     if (args.empty()) {
-        *error = {"check.kind", "missing check kind (kinds: request, queue, batch, pool, block)"};
+        *error = {"check.kind", fmt::format("missing check kind (kinds: {})", kind_names())};
         return std::nullopt;
     }
     const auto kind = parse_enum(kCheckKindNames, args[0]);
     if (!kind) {
-        *error = {"check.kind", fmt::format("unknown check kind {} (kinds: request, queue, batch, pool, block)",
-                                            quote(args[0]))};
+        *error = {"check.kind", fmt::format("unknown check kind {} (kinds: {})", quote(args[0]), kind_names())};
         return std::nullopt;
     }
     CheckEvent out;

@@ -17,13 +17,17 @@ namespace kvsim {
 
 inline constexpr std::string_view kCheckKeyword = "check";  // "@STEP check ..."
 
-enum class CheckKind { request, queue, batch, pool, block };
-inline constexpr EnumNames<CheckKind, 5> kCheckKindNames = {{
+// store, p2p, multi: the scheduler side of MooncakeStoreConnector, MooncakeConnector, MultiConnector.
+enum class CheckKind { request, queue, batch, pool, block, store, p2p, multi };
+inline constexpr EnumNames<CheckKind, 8> kCheckKindNames = {{
     {CheckKind::request, "request"},
     {CheckKind::queue, "queue"},
     {CheckKind::batch, "batch"},
     {CheckKind::pool, "pool"},
     {CheckKind::block, "block"},
+    {CheckKind::store, "store"},
+    {CheckKind::p2p, "p2p"},
+    {CheckKind::multi, "multi"},
 }};
 
 // When a check reads the state: after schedule() + build_connector_meta, or at the step's end.
@@ -53,6 +57,7 @@ enum class CheckValueType {
     status,   // a RequestStatus as upstream prints it (RUNNING), or `absent`
     names,    // request ids a+b+c in order, `-` for none
     blocks,   // block ids 1,2,3 in order, `-` for none
+    index,    // a child index 0, 1, ... or `-` for none
 };
 
 struct CheckKeySpec {
