@@ -42,10 +42,16 @@ std::string read_request_hashed(const std::string& id, const CheckedState& s) {
     return r ? fmt::format("{}", r->block_hashes().size()) : std::string(kAbsent);
 }
 
-std::string read_request_alive(const std::string& id, const CheckedState& s) { return check_on_off(request_of(id, s) != nullptr); }
+std::string read_request_alive(const std::string& id, const CheckedState& s) {
+    return check_on_off(request_of(id, s) != nullptr);
+}
 
-std::string read_queue_waiting(const std::string&, const CheckedState& s) { return check_names(s.engine.scheduler().waiting()); }
-std::string read_queue_running(const std::string&, const CheckedState& s) { return check_names(s.engine.scheduler().running()); }
+std::string read_queue_waiting(const std::string&, const CheckedState& s) {
+    return check_names(s.engine.scheduler().waiting());
+}
+std::string read_queue_running(const std::string&, const CheckedState& s) {
+    return check_names(s.engine.scheduler().running());
+}
 std::string read_queue_skipped(const std::string&, const CheckedState& s) {
     return check_names(s.engine.scheduler().skipped_waiting());
 }
@@ -84,7 +90,9 @@ std::string read_batch_tokens(const std::string& id, const CheckedState& s) {
 
 const BlockPool& pool_of(const CheckedState& s) { return s.engine.scheduler().kv_cache_manager().block_pool(); }
 
-std::string read_pool_free(const std::string&, const CheckedState& s) { return fmt::format("{}", pool_of(s).num_free_blocks()); }
+std::string read_pool_free(const std::string&, const CheckedState& s) {
+    return fmt::format("{}", pool_of(s).num_free_blocks());
+}
 std::string read_pool_free_queue(const std::string&, const CheckedState& s) {
     return check_blocks(pool_of(s).free_queue().to_vector());
 }

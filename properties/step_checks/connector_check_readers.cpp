@@ -84,7 +84,8 @@ std::string read_store_load(const std::string& id, const CheckedState& s) {
     return check_on_off(req_meta_of(id, s, true) != nullptr);
 }
 std::string read_store_load_from(const std::string& id, const CheckedState& s) {
-    return or_absent(req_meta_of(id, s, true), [](const ReqMeta& m) { return integer(m.load_spec->vllm_cached_tokens); });
+    return or_absent(req_meta_of(id, s, true),
+                     [](const ReqMeta& m) { return integer(m.load_spec->vllm_cached_tokens); });
 }
 std::string read_store_load_tokens(const std::string& id, const CheckedState& s) {
     return or_absent(req_meta_of(id, s, true),
