@@ -77,7 +77,7 @@ TEST_CASE("a bad check line is one file:line:field error", "[step_checks]") {
     CHECK(input_error(kScenario + "@0 check queue a waiting=-\n") ==
           "t.trace:8: check.id: unexpected ID 'a': these keys take none");
     CHECK(input_error(kScenario + "@0 check nothing x=1\n") ==
-          "t.trace:8: check.kind: unknown check kind 'nothing' (kinds: request, queue, batch, pool, block)");
+          "t.trace:8: check.kind: unknown check kind 'nothing' (kinds: request, queue, batch, pool, block, store, p2p, multi)");
     CHECK(input_error(kScenario + "@0 check pool free=1 at=later\n") ==
           "t.trace:8: check.at: expected schedule or end, got 'later'");
     CHECK(input_error(kScenario + "@5 check pool free=1\n@4 check pool free=1\n") ==

@@ -1,6 +1,6 @@
 #pragma once
-// What each step-check key reads from the model (one reader per CheckKey, in check_readers.cpp),
-// as the key's canonical text, so expected and got compare as text and print as written.
+// What each step-check key reads from the model (one reader per row of sim/trace/check_keys.def,
+// in check_readers.cpp), as the key's canonical text, so expected and got compare as text and print as written.
 #include <string>
 
 #include "sim/core/scheduler_output.h"

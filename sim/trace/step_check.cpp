@@ -14,46 +14,20 @@ using K = CheckKey;
 using T = CheckValueType;
 using C = CheckKind;
 
-// One row per key; CheckKey order (check_key_spec indexes it).
+// One row per key of check_keys.def, in CheckKey order (check_key_spec indexes it).
 constexpr CheckKeySpec kCheckKeys[] = {
-    {C::request, "status", K::request_status, T::status, true, "request.status (RUNNING, WAITING_FOR_REMOTE_KVS, ...; absent when no request object)"},
-    {C::request, "computed", K::request_computed, T::integer, true, "request.num_computed_tokens"},
-    {C::request, "blocks", K::request_blocks, T::blocks, true, "the request's block table (kv_cache_manager.get_block_ids)"},
-    {C::request, "hashed", K::request_hashed, T::integer, true, "len(request.block_hashes): full blocks hashed"},
-    {C::request, "preemptions", K::request_preemptions, T::integer, true, "request.num_preemptions"},
-    {C::request, "alive", K::request_alive, T::boolean, true, "the request object exists (req_id in scheduler.requests)"},
-    {C::queue, "waiting", K::queue_waiting, T::names, false, "scheduler.waiting, in order"},
-    {C::queue, "running", K::queue_running, T::names, false, "scheduler.running, in order"},
-    {C::queue, "skipped", K::queue_skipped, T::names, false, "scheduler.skipped_waiting, in order"},
-    {C::queue, "finished_recving", K::queue_finished_recving, T::names, false, "scheduler.finished_recving_kv_req_ids, sorted"},
-    {C::queue, "failed_recving", K::queue_failed_recving, T::names, false, "scheduler.failed_recving_kv_req_ids, sorted"},
-    {C::batch, "new", K::batch_new, T::names, false, "scheduler_output.scheduled_new_reqs ids, in order"},
-    {C::batch, "cached", K::batch_cached, T::names, false, "scheduler_output.scheduled_cached_reqs.req_ids, in order"},
-    {C::batch, "resumed", K::batch_resumed, T::names, false, "scheduled_cached_reqs.resumed_req_ids, sorted"},
-    {C::batch, "preempted", K::batch_preempted, T::names, false, "scheduler_output.preempted_req_ids, sorted"},
-    {C::batch, "finished", K::batch_finished, T::names, false, "scheduler_output.finished_req_ids, sorted"},
-    {C::batch, "total_tokens", K::batch_total_tokens, T::integer, false, "scheduler_output.total_num_scheduled_tokens"},
-    {C::batch, "tokens", K::batch_tokens, T::integer, true, "num_scheduled_tokens[ID] (0 when not scheduled)"},
-    {C::pool, "free", K::pool_free, T::integer, false, "block_pool.get_num_free_blocks()"},
-    {C::pool, "free_queue", K::pool_free_queue, T::blocks, false, "the free block queue, head to tail"},
-    {C::pool, "cached", K::pool_cached, T::integer, false, "blocks in block_pool.cached_block_hash_to_block"},
-    {C::block, "ref_cnt", K::block_ref_cnt, T::integer, true, "block_pool.blocks[ID].ref_cnt"},
-    {C::block, "hashed", K::block_hashed, T::boolean, true, "block_pool.blocks[ID].block_hash is set"},
+#define KVSIM_CHECK_KEY(kind, name, type, needs_id, help) {C::kind, #name, K::kind##_##name, T::type, needs_id, help},
+#include "sim/trace/check_keys.def"
+#undef KVSIM_CHECK_KEY
 };
-static_assert(std::size(kCheckKeys) == kCheckKeyCount);
-constexpr bool keys_in_enum_order() {
-    for (std::size_t i = 0; i < std::size(kCheckKeys); ++i)
-        if (static_cast<std::size_t>(kCheckKeys[i].key) != i) return false;
-    return true;
-}
-static_assert(keys_in_enum_order());
 
-constexpr EnumNames<CheckValueType, 5> kValueTypeNames = {{
+constexpr EnumNames<CheckValueType, 6> kValueTypeNames = {{
     {T::integer, "N"},
     {T::boolean, "on|off"},
     {T::status, "STATUS"},
     {T::names, "ID+ID...|-"},
     {T::blocks, "B,B,...|-"},
+    {T::index, "N|-"},
 }};
 
 constexpr std::size_t kMaxVariants = 16;
@@ -91,7 +65,6 @@ bool is_list(std::string_view s, char sep, Pred element) {
 }
 
 bool is_status(std::string_view s) {
-    if (s == "absent") return true;
     if (s.empty() || s.size() > 32) return false;
     for (char c : s)
         if (!((c >= 'A' && c <= 'Z') || c == '_')) return false;
@@ -99,12 +72,14 @@ bool is_status(std::string_view s) {
 }
 
 bool value_ok(CheckValueType type, std::string_view s) {
+    if (s == "absent") return true;  // the item the key reads does not exist (any value form)
     switch (type) {
         case T::integer: return is_integer(s);
         case T::boolean: return s == "on" || s == "off";
         case T::status: return is_status(s);
         case T::names: return is_list(s, '+', is_name);
         case T::blocks: return is_list(s, ',', is_integer);
+        case T::index: return s == "-" || is_integer(s);
     }
     return false;
 }
@@ -113,6 +88,12 @@ const CheckKeySpec* find_key(CheckKind kind, std::string_view name) {
     for (const CheckKeySpec& k : kCheckKeys)
         if (k.kind == kind && k.name == name) return &k;
     return nullptr;
+}
+
+std::string kind_names() {
+    std::string out;
+    for (const auto& [kind, name] : kCheckKindNames) out += fmt::format("{}{}", out.empty() ? "" : ", ", name);
+    return out;
 }
 
 std::string keys_of(CheckKind kind) {
@@ -196,13 +177,12 @@ std::string_view to_string(CheckValueType type) { return enum_name(kValueTypeNam
 
 std::optional<CheckEvent> parse_check(std::span<const std::string_view> args, CheckError* error) {
     if (args.empty()) {
-        *error = {"check.kind", "missing check kind (kinds: request, queue, batch, pool, block)"};
+        *error = {"check.kind", fmt::format("missing check kind (kinds: {})", kind_names())};
         return std::nullopt;
     }
     const auto kind = parse_enum(kCheckKindNames, args[0]);
     if (!kind) {
-        *error = {"check.kind", fmt::format("unknown check kind {} (kinds: request, queue, batch, pool, block)",
-                                            quote(args[0]))};
+        *error = {"check.kind", fmt::format("unknown check kind {} (kinds: {})", quote(args[0]), kind_names())};
         return std::nullopt;
     }
     CheckEvent out;

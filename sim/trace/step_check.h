@@ -2,8 +2,9 @@
 // Step checks: `@STEP check KIND [ID] KEY=VALUE... [at=schedule|end] [variants=V,V...]`, a trace
 // line that states what the model's state must be at a step (an upstream test's asserts). The
 // check keys are one table (kCheckKeys in step_check.cpp: kind, name, value type, whether it
-// names an ID, help); the parser, printer, validation and `kvsim format` read it, and the
-// evaluator (properties/step_checks) binds one reader to each CheckKey.
+// names an ID, help), generated from the one list of keys, check_keys.def; the parser, printer,
+// validation and `kvsim format` read it, and the evaluator (properties/step_checks) binds one
+// reader to each row of the same list.
 #include <optional>
 #include <span>
 #include <string>
@@ -16,13 +17,17 @@ namespace kvsim {
 
 inline constexpr std::string_view kCheckKeyword = "check";  // "@STEP check ..."
 
-enum class CheckKind { request, queue, batch, pool, block };
-inline constexpr EnumNames<CheckKind, 5> kCheckKindNames = {{
+// store, p2p, multi: the scheduler side of MooncakeStoreConnector, MooncakeConnector, MultiConnector.
+enum class CheckKind { request, queue, batch, pool, block, store, p2p, multi };
+inline constexpr EnumNames<CheckKind, 8> kCheckKindNames = {{
     {CheckKind::request, "request"},
     {CheckKind::queue, "queue"},
     {CheckKind::batch, "batch"},
     {CheckKind::pool, "pool"},
     {CheckKind::block, "block"},
+    {CheckKind::store, "store"},
+    {CheckKind::p2p, "p2p"},
+    {CheckKind::multi, "multi"},
 }};
 
 // When a check reads the state: after schedule() + build_connector_meta, or at the step's end.
@@ -32,33 +37,18 @@ inline constexpr EnumNames<CheckPhase, 2> kCheckPhaseNames = {{
     {CheckPhase::end, "end"},
 }};
 
-// What a check key reads; one reader per value in properties/step_checks/check_readers.cpp.
+// What a check key reads: one value per row of check_keys.def, in its order (the key table indexes
+// by it; properties/step_checks binds the reader read_KIND_NAME to each).
 enum class CheckKey {
-    request_status,
-    request_computed,
-    request_blocks,
-    request_hashed,
-    request_preemptions,
-    request_alive,
-    queue_waiting,
-    queue_running,
-    queue_skipped,
-    queue_finished_recving,
-    queue_failed_recving,
-    batch_new,
-    batch_cached,
-    batch_resumed,
-    batch_preempted,
-    batch_finished,
-    batch_total_tokens,
-    batch_tokens,
-    pool_free,
-    pool_free_queue,
-    pool_cached,
-    block_ref_cnt,
-    block_hashed,
+#define KVSIM_CHECK_KEY(kind, name, type, needs_id, help) kind##_##name,
+#include "sim/trace/check_keys.def"
+#undef KVSIM_CHECK_KEY
 };
-inline constexpr std::size_t kCheckKeyCount = static_cast<std::size_t>(CheckKey::block_hashed) + 1;
+inline constexpr std::size_t kCheckKeyCount = 0
+#define KVSIM_CHECK_KEY(kind, name, type, needs_id, help) +1
+#include "sim/trace/check_keys.def"
+#undef KVSIM_CHECK_KEY
+    ;
 
 // How a check value is written (and compared: as its canonical text).
 enum class CheckValueType {
@@ -67,6 +57,7 @@ enum class CheckValueType {
     status,   // a RequestStatus as upstream prints it (RUNNING), or `absent`
     names,    // request ids a+b+c in order, `-` for none
     blocks,   // block ids 1,2,3 in order, `-` for none
+    index,    // a child index 0, 1, ... or `-` for none
 };
 
 struct CheckKeySpec {

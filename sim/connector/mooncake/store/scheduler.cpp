@@ -348,7 +348,8 @@ void MooncakeStoreScheduler::reference_save_blocks(StoreMetadata& meta) {
                     block_ids.push_back(id);
         if (block_ids.empty()) continue;
         pool_->touch(block_ids);
-        pinned_saves_[store_job_id] = PinnedSave{.block_ids = std::move(block_ids), .remaining = num_workers_};
+        pinned_saves_[store_job_id] =
+            PinnedSave{.req_id = m.req_id, .block_ids = std::move(block_ids), .remaining = num_workers_};
     }
 }
 

@@ -69,6 +69,7 @@ public:
         GroupBlockIds block_ids;  // `()` unless this connector owns a load
     };
     struct PinnedSave {
+        std::string req_id;  // the job's request; upstream keys pins by job id only (read by step checks)
         std::vector<BlockId> block_ids;
         int remaining = 0;  // ranks yet to report
     };
