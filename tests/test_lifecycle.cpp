@@ -47,6 +47,8 @@ TEST_CASE("the lifecycle graph holds the transitions upstream allows as named ed
         {S::waiting_for_remote_kvs, S::finished_aborted},
         {S::running, S::finished_aborted},
         {S::preempted, S::finished_aborted},
+        {S::preempted, S::finished_length_capped},  // a step in flight under async scheduling
+        {S::preempted, S::finished_stopped},
         {S::finished_length_capped, S::freed},
         {S::finished_aborted, S::freed},
         {S::finished_stopped, S::freed},

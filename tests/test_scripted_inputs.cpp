@@ -151,7 +151,7 @@ TEST_CASE("mock connector: sync, async and deferred answers", "[connector][mock]
 
 TEST_CASE("scripted report: finished_recving drives the same state change as a drawn delay", "[engine][scripted]") {
     const std::string head =
-        "kvsim-trace 1\nengine block_size=16 num_blocks=64\nrun max_steps=40 variant=v0.30.0\n"
+        "kvsim-trace 1\nengine block_size=16 num_blocks=64 async_scheduling=off\nrun max_steps=40 variant=v0.30.0\n"
         "connector mock role=kv_consumer matched=32 async=on\nworkers load_delay_min=2 load_delay_max=2\n"
         "segment s len=64\n@0 arrive r1 prompt=s max_tokens=2\n";
     const Trace drawn = parse_trace(head, "drawn.trace");
@@ -199,7 +199,7 @@ TEST_CASE("scripted report: invalid_blocks by index rewinds the request", "[engi
 
 TEST_CASE("stop: the request samples EOS and finishes FINISHED_STOPPED", "[engine][scripted]") {
     const Trace t = parse_trace(
-        "kvsim-trace 1\nengine block_size=16 num_blocks=64\nrun max_steps=40 variant=v0.30.0\n"
+        "kvsim-trace 1\nengine block_size=16 num_blocks=64 async_scheduling=off\nrun max_steps=40 variant=v0.30.0\n"
         "segment s len=20\n@0 arrive r1 prompt=s max_tokens=10\n@0 stop r1\n@2 arrive r1 prompt=s max_tokens=5\n",
         "t.trace");
     Engine engine(t, require_variant("v0.30.0"));

@@ -25,7 +25,7 @@ TEST_CASE("variant flags: each row lists its values with the PR that brought the
         return values;
     };
     auto with_async = [](std::vector<std::string> values, const std::string& fenced_victim) {
-        values.insert(values.end(), {"off", "fenced", fenced_victim, "uncounted", "stops_scan"});
+        values.insert(values.end(), {"on", "fenced", fenced_victim, "uncounted", "stops_scan"});
         return values;
     };
     CHECK(variant_flag_values(require_variant("v0.27.1")) ==

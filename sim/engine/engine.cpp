@@ -219,9 +219,11 @@ void Engine::step_sync(int step) {
 // is full or nothing was scheduled. The model's GPU never finishes a batch early (`done()` is false).
 void Engine::step_with_batch_queue(int step) {
     last_connector_metadata_.reset();
-    // As in step_sync, a step also runs while only the connector has work (store jobs still pinning
-    // blocks, pushes pending): its worker is polled through execute_model.
-    if (scheduler_->has_requests() || connector_busy()) {
+    // Scheduler.has_requests @ 003df2961dd8830c317a61f9745ccd557da9fa06 (finished ids still to send count). As in
+    // step_sync, a step also runs while only the connector has work (store jobs still pinning blocks, pushes
+    // pending, a scripted worker report due in this step's output): its worker is polled through execute_model.
+    const bool worker_reports = !scripted_.at(step).empty();
+    if (scheduler_->has_requests() || scheduler_->has_finished_requests() || connector_busy() || worker_reports) {
         SchedulerOutput output = scheduler_->schedule(step);
         last_connector_metadata_ = output.kv_connector_metadata;
         if (schedule_probe_) schedule_probe_(output);

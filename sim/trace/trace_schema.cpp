@@ -141,7 +141,8 @@ constexpr Row<EngineConfig> kEngineRows[] = {
         +[](const EngineConfig& e) { return e.kv_load_failure_policy.has_value(); }),
     bind<&EngineConfig::async_scheduling>({.name = "async_scheduling", .type = VT::boolean,
         .help = "SchedulerConfig.async_scheduling: schedule step N+1 before step N's output is processed; "
-                "absent = the variant's async_scheduling_default"},
+                "unset = the variant's async_scheduling_default (on in every release kvsim models)",
+        .optional = true},
         +[](const EngineConfig& e) { return e.async_scheduling.has_value(); }),
 };
 
@@ -536,6 +537,7 @@ void describe(const LineSchema<T>& schema, bool event, std::string& out) {
         std::string rule = k.kinds.empty() ? std::string() : fmt::format("{} only: ", join(k.kinds, ", "));
         if (k.positional) rule += "positional";
         else if (k.required) rule += "required";
+        else if (k.optional) rule += "optional";
         else if (!k.one_of.empty()) {
             std::vector<std::string_view> group;
             for (const Row<T>& other : schema.rows)

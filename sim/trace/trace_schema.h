@@ -60,6 +60,8 @@ struct KeySpec {
     std::span<const std::string_view> kinds = {};
     // An integer key whose value must be >= the key named here, in the same line (min/max pairs).
     std::string_view not_below = {};
+    // No default of its own: unstated, the variant's flag decides (`kvsim format` says "optional").
+    bool optional = false;
 };
 
 // A parsed value. Integers from text are uint64; int fields read back from memory are

@@ -62,8 +62,12 @@ const std::vector<FlagRow>& flag_rows() {
                                                     {{"emitted", ""}, {"deferred", "kvsim fix"}}),
         flag_row<&Variant::failed_load_placeholders>("failed_load_placeholders",
                                                      {{"kept", ""}, {"rolled_back", "#45146/#45430, open"}}),
+        // vllm/config/vllm.py VllmConfig.__post_init__ @ 09f030eaf851400a83ad3d99f730868f76df0ca7 and
+        // @ 000fc94b754f66aeb60ef5acf1ea2e94cdc65164: an unset async_scheduling resolves to on unless pipeline
+        // parallelism (the older), a pooling model (the newer), a non-EAGLE spec-decode method or an executor
+        // without async support rules it out; the KV connector is no condition. None of these is modelled.
         flag_row<&Variant::async_scheduling_default>("async_scheduling_default",
-                                                     {{"off", ""}, {"on", "upstream's resolution of None"}}),
+                                                     {{"off", ""}, {"on", "#27614, VllmConfig.__post_init__"}}),
         flag_row<&Variant::deferred_block_free>("deferred_block_free", {{"immediate", ""}, {"fenced", "#45357"}}),
         flag_row<&Variant::fenced_victim>("fenced_victim", {{"preempted", ""}, {"stops_retry", "#49675"}}),
         flag_row<&Variant::async_load_accounting>("async_load_accounting",

@@ -85,8 +85,8 @@ enum class SaveOverLoadingBlock { emitted, deferred };
 // later steps still in flight are discarded (#45146, #45430, #49252, all open or closed unmerged).
 enum class FailedLoadPlaceholders { kept, rolled_back };
 
-// SchedulerConfig.async_scheduling when the trace does not state it (VllmConfig.__post_init__ resolves
-// None to on where nothing is incompatible).
+// SchedulerConfig.async_scheduling when the trace does not state it: off, or on as vllm/config/vllm.py
+// VllmConfig.__post_init__ resolves None where nothing is incompatible (#27614; every modelled release).
 enum class AsyncSchedulingDefault { off, on };
 // Scheduler._free_request_blocks: a freed or preempted request's blocks return to the pool at once, or,
 // with more than one batch in flight and a KV consumer, once the fence step's output is processed (#45357).
@@ -121,7 +121,7 @@ struct Variant {
     BlocklessFailedLoad blockless_failed_load = BlocklessFailedLoad::stays_skipped;
     SaveOverLoadingBlock save_over_loading_block = SaveOverLoadingBlock::emitted;
     FailedLoadPlaceholders failed_load_placeholders = FailedLoadPlaceholders::kept;
-    AsyncSchedulingDefault async_scheduling_default = AsyncSchedulingDefault::off;
+    AsyncSchedulingDefault async_scheduling_default = AsyncSchedulingDefault::on;
     DeferredBlockFree deferred_block_free = DeferredBlockFree::fenced;
     FencedVictim fenced_victim = FencedVictim::stops_retry;
     AsyncLoadAccounting async_load_accounting = AsyncLoadAccounting::uncounted;

@@ -67,6 +67,9 @@ public:
     bool has_unfinished_requests() const { return !waiting_.empty() || !skipped_waiting_.empty() || !running_.empty(); }
     // Request objects still alive, including finished ones whose blocks are held by a delayed free.
     bool has_requests() const { return !requests_.empty(); }
+    // Scheduler.has_finished_requests @ 003df2961dd8830c317a61f9745ccd557da9fa06, its first clause: finished ids
+    // not yet sent in a SchedulerOutput (the second, requests held by a delayed free, is in has_requests).
+    bool has_finished_requests() const { return !finished_req_ids_.empty(); }
 
     const OrderedMap<std::unique_ptr<Request>>& requests() const { return requests_; }
     const std::deque<std::string>& waiting() const { return waiting_; }
