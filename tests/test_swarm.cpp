@@ -85,13 +85,16 @@ TEST_CASE("same seed gives the same trace text - the variant option changes only
         tb.run.variant = ta.run.variant;
         REQUIRE(ta == tb);
     }
-    // trace_for_seed is one Prng(seed): draw_swarm, generate_trace, then the load-failure policy.
+    // trace_for_seed is one Prng(seed): draw_swarm, generate_trace, the load-failure policy, then the
+    // scheduling mode.
     Prng prng(42);
     SwarmConfig config = draw_swarm(prng, {});
     config.run_seed = 42;
     Trace generated = generate_trace(prng, config);
     config.kv_load_failure_policy = draw_load_failure_policy(prng);
     generated.engine.kv_load_failure_policy = config.kv_load_failure_policy;
+    config.async_scheduling = draw_async_scheduling(prng);
+    generated.engine.async_scheduling = config.async_scheduling;
     REQUIRE(generated == trace_for_seed(42, {}));
     REQUIRE(swarm_case_for_seed(42, {}).config == config);
 }
@@ -252,4 +255,20 @@ TEST_CASE("swarm seeds draw both load-failure policies and leave it unstated too
                                           : std::string("load_failure_policy=default")) != std::string::npos);
     }
     CHECK(seen == std::set<std::string>{"fail", "recompute", "unstated"});
+}
+
+TEST_CASE("swarm seeds draw both scheduling modes, state them, and name them in the knobs", "[swarm][async]") {
+    int on = 0;
+    constexpr int kSeeds = 64;
+    for (std::uint64_t seed = 1; seed <= kSeeds; ++seed) {
+        const SwarmCase c = swarm_case_for_seed(seed, {});
+        REQUIRE(c.config.async_scheduling.has_value());
+        REQUIRE(c.trace.engine.async_scheduling == c.config.async_scheduling);
+        const std::string mode = *c.config.async_scheduling ? "on" : "off";
+        on += *c.config.async_scheduling ? 1 : 0;
+        REQUIRE(describe(c.config).find(" async_scheduling=" + mode) != std::string::npos);
+        REQUIRE(print_trace(c.trace).find(" async_scheduling=" + mode) != std::string::npos);
+    }
+    CHECK(on > kSeeds / 4);
+    CHECK(on < kSeeds * 3 / 4);
 }
