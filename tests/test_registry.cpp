@@ -146,11 +146,9 @@ TEST_CASE("registry: parse errors name file:line and the field", "[registry]") {
     CHECK(parse_error(kEntry + "  colour blue\n") ==
           "r.txt:9: colour: unknown field 'colour' (expected class, variants, signature, stack, event, no_event, flag, "
           "connector, engine, history, gone_with, upstream, needs, witness, fix, why)");
-    CHECK_THAT(parse_error(kEntry + "  engine chunked_prefill=on
-"),
+    CHECK_THAT(parse_error(kEntry + "  engine chunked_prefill=on\n"),
                Catch::StartsWith("r.txt:9: engine: unknown engine setting 'chunked_prefill'"));
-    CHECK_THAT(parse_error(kEntry + "  engine
-"), Catch::StartsWith("r.txt:9: engine: expected KEY=VALUE"));
+    CHECK_THAT(parse_error(kEntry + "  engine\n"), Catch::StartsWith("r.txt:9: engine: expected KEY=VALUE"));
     CHECK_THAT(parse_error(kEntry + "  event nosuch a=b\n"), Catch::StartsWith("r.txt:9: event: unknown event category 'nosuch'"));
     CHECK_THAT(parse_error(kEntry + "  event p2p action\n"), Catch::StartsWith("r.txt:9: event: 'action' is not KEY=VALUE"));
     CHECK_THAT(parse_error(kEntry + "  flag snapshot_rule=sometimes\n"), Catch::StartsWith("r.txt:9: flag: unknown variant flag"));

@@ -106,7 +106,7 @@ TEST_CASE("the reproduction contract: seed 2 always gives this trace", "[swarm]"
     const std::string expected =
         "kvsim-trace 1\n"
         "engine block_size=8 num_blocks=4 max_batched_tokens=2048 max_running=2 max_model_len=23 chunked_prefill=on "
-        "prefix_caching=on long_prefill_threshold=0 reserve_full_isl=on\n"
+        "prefix_caching=on long_prefill_threshold=0 reserve_full_isl=on async_scheduling=on\n"
         "run seed=2 max_steps=480\n"
         "connector p2p role=kv_consumer\n"
         "connector store role=kv_consumer load_async=off lookup_async=off enable_lookup=on save_decode_cache=off\n"

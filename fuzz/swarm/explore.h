@@ -27,7 +27,7 @@ struct ExploreConfig {
     bool print_trace = false;    // print every generated trace before its result
     const Registry* registry = nullptr;  // nullptr: every failure is new
     bool any_failure = false;    // print known failures too, and count them as failures
-    std::optional<bool> async_scheduling;  // every seed's engine key forced to it; nullopt: the drawn mode
+    std::optional<bool> async_scheduling = std::nullopt;  // every seed's engine key forced to it; nullopt: the drawn mode
 };
 
 // One seed: its generated case and the run.
