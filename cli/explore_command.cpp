@@ -26,6 +26,7 @@ struct ExploreOptions {
     bool print_trace = false;
     bool any_failure = false;
     std::string registry;  // empty: the built-in registry
+    std::string async_scheduling = "drawn";  // drawn | on | off
 };
 
 namespace {
@@ -64,7 +65,10 @@ std::optional<ExploreConfig> explore_config(const ExploreOptions& options, const
                          .progress = options.progress,
                          .print_trace = options.print_trace,
                          .registry = registry,
-                         .any_failure = options.any_failure};
+                         .any_failure = options.any_failure,
+                         .async_scheduling = options.async_scheduling == "drawn"
+                                                 ? std::nullopt
+                                                 : std::optional<bool>(options.async_scheduling == "on")};
 }
 
 }  // namespace
@@ -102,6 +106,10 @@ Command add_explore_command(CLI::App& app) {
     cmd->add_flag("--print-trace", opts->print_trace, "Print every generated trace before its result");
     cmd->add_flag("--any-failure", opts->any_failure,
                   "Print known findings too and exit 1 on any failure (default: only a NEW finding fails)");
+    cmd->add_option("--async-scheduling", opts->async_scheduling,
+                    "Scheduling mode of every seed: drawn (default: on or off per seed, half each), on or off "
+                    "(the rest of each seed's trace unchanged)")
+        ->check(CLI::IsMember({"drawn", "on", "off"}));
     cmd->add_option("--registry", opts->registry,
                     "Registry of known findings (default: the built-in properties/findings/known_findings.txt)");
     return [opts] { return run_explore(*opts); };

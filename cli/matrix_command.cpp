@@ -18,6 +18,7 @@ struct MatrixOptions {
     std::vector<std::string> traces;
     std::string variants;  // comma-separated; empty: every variant the traces' expect lines name
     bool verbose = false;
+    std::string async_scheduling;  // on | off: overrides every trace's engine key; empty: each trace's
 };
 
 namespace {
@@ -76,8 +77,10 @@ void print_verdict_lines(const Matrix& matrix, const MatrixOptions& options) {
 }  // namespace
 
 int run_matrix(const MatrixOptions& options) {
-    const auto traces = load_traces(options.traces);
+    auto traces = load_traces(options.traces);
     if (!traces) return exit_code::kInputError;
+    if (!options.async_scheduling.empty())
+        for (MatrixTrace& t : *traces) t.trace.engine.async_scheduling = options.async_scheduling == "on";
     std::vector<std::string> names = split_list(options.variants);
     if (names.empty()) names = variants_in_expectations(*traces);
     const auto variants = resolve_variants(names);
@@ -96,6 +99,10 @@ Command add_matrix_command(CLI::App& app) {
     cmd->add_option("--variants", opts->variants,
                     "Comma-separated variants (default: every variant named by the traces' expect lines)");
     cmd->add_flag("--verbose,-v", opts->verbose, "Also print each run's verdict line");
+    cmd->add_option("--async-scheduling", opts->async_scheduling,
+                    "Run every trace with async scheduling on or off whatever its engine line says (the expect "
+                    "lines are still checked)")
+        ->check(CLI::IsMember({"on", "off"}));
     return [opts] { return run_matrix(*opts); };
 }
 

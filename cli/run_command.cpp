@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/trace_and_variant.h"
 #include "properties/harness/exit_codes.h"
+#include "properties/harness/run_both_modes.h"
 #include "properties/harness/run_json.h"
 #include "properties/harness/run_trace.h"
 #include "properties/harness/run_views.h"
@@ -37,12 +38,40 @@ bool write_views(const RunCommandOptions& opts, const Trace& trace, const RunRes
     return opts.perfetto_path.empty() || write_file(opts.perfetto_path, perfetto_json(input).dump() + "\n", "--perfetto");
 }
 
+// --async-scheduling both: the trace under each mode, each verdict line labelled with its mode
+// (each log before it unless quiet), or one JSON object keyed by mode; exit: the worst code.
+int run_both(const RunCommandOptions& opts, const TraceAndVariant& loaded) {
+    if (!opts.log_path.empty() || !opts.html_path.empty() || !opts.perfetto_path.empty()) {
+        std::cerr << "kvsim: --async-scheduling both: --log, --html and --perfetto need one mode (on or off)\n";
+        return exit_code::kUsage;
+    }
+    RunOptions run_options;
+    run_options.check_determinism = opts.check_determinism;
+    const std::vector<ModeRun> runs = run_both_modes(loaded.trace, loaded.variant, run_options);
+    Json json = Json::object();
+    for (const ModeRun& run : runs) {
+        const std::string mode(mode_name(run.async_scheduling));
+        const ExpectationCheck expectation = check_expectation(run.trace, run.result, loaded.variant_name);
+        if (opts.json) {
+            json[mode] = run_json(run.trace, run.result, opts.trace_path, loaded.variant_name, expectation);
+            continue;
+        }
+        if (!opts.quiet) std::cout << "== async_scheduling=" << mode << "\n" << rendered_log(run.result, opts.log_format);
+        std::cout << "[async_scheduling=" << mode << "] "
+                  << verdict_line(run.result, opts.trace_path, loaded.variant_name, expectation)
+                  << " --async-scheduling " << mode << "\n";
+    }
+    if (opts.json) std::cout << json.dump(2) << "\n";
+    return worst_exit_code(runs);
+}
+
 }  // namespace
 
 int run_run(const RunCommandOptions& opts) {
     int failure = 0;
     auto loaded = load_trace_and_variant(opts.trace_path, opts.variant, &failure);
     if (!loaded) return failure;
+    if (opts.async_scheduling == "both") return run_both(opts, *loaded);
     if (!opts.async_scheduling.empty()) loaded->trace.engine.async_scheduling = opts.async_scheduling == "on";
     const std::string& variant_name = loaded->variant_name;
 
@@ -68,7 +97,7 @@ int run_run(const RunCommandOptions& opts) {
     else
         std::cout << verdict_line(result, opts.trace_path, variant_name, expectation)
                   << (opts.async_scheduling.empty() ? "" : " --async-scheduling " + opts.async_scheduling) << "\n";
-    return result.internal_error ? exit_code::kInternalError : exit_code::of(result.verdict);
+    return exit_code_of(result);
 }
 
 Command add_run_command(CLI::App& app) {
@@ -93,8 +122,10 @@ Command add_run_command(CLI::App& app) {
                     "store rank and connector; 1 step = 1 ms");
     cmd->add_option("--async-scheduling", opts->async_scheduling,
                     "Run with async scheduling on or off whatever the trace's engine line says (the repro command "
-                    "at the end of the verdict line carries it)")
-        ->check(CLI::IsMember({"on", "off"}));
+                    "at the end of the verdict line carries it); both: run off, then on, and print each log (unless "
+                    "--quiet) and each verdict line prefixed [async_scheduling=MODE]; with --json one object "
+                    "{\"off\": RESULT, \"on\": RESULT}; exit code: the larger of the two")
+        ->check(CLI::IsMember({"on", "off", "both"}));
     return [opts]() -> int { return run_run(*opts); };
 }
 

@@ -14,7 +14,7 @@ struct RunCommandOptions {
     bool json = false;  // the whole result as one JSON object instead of the log and verdict line
     std::string html_path;      // non-empty: also write the run's HTML page there
     std::string perfetto_path;  // non-empty: also write the run as Chrome trace-event JSON there
-    std::string async_scheduling;  // on | off: overrides the trace's engine key; empty: the trace's
+    std::string async_scheduling;  // on | off: overrides the trace's engine key; both: a run under each; empty: the trace's
 };
 
 int run_run(const RunCommandOptions& options);

@@ -10,8 +10,10 @@
 // -kvsim_abort_on_any=1 (or KVSIM_FUZZ_ABORT_ON_ANY=1) aborts on known findings too (the canary),
 // with a third line `kvsim-known: <id>`. -kvsim_stop_on=SIG (or KVSIM_FUZZ_STOP_ON=SIG) aborts on the
 // first finding whose signature starts with SIG, known or not (scripts/bench's detection times).
-// Counts (executions, passes, ignored inputs, known findings by id) are printed at exit as one line
-//   kvsim-fuzz-stats: {"variant":...,"executions":N,"passed":N,"ignored":N,"known":{"id":N,...}}
+// Counts (executions, passes, ignored inputs, known findings by id, runs under each scheduling mode
+// as the engine resolves it) are printed at exit as one line
+//   kvsim-fuzz-stats: {"variant":...,"executions":N,"passed":N,"ignored":N,"known":{"id":N,...},
+//                      "async_scheduling":{"off":N,"on":N}}
 // and, with KVSIM_FUZZ_STATS=PREFIX, also kept in PREFIX.<pid>.json (rewritten every 500
 // executions and at exit, so that a process stopped by a signal leaves its counts too).
 // Input that does not parse, or whose work is beyond the budget (fuzz/mutator/trace_mutator.h), is
@@ -37,6 +39,7 @@
 #include "fuzz/mutator/trace_mutator.h"
 #include "properties/findings/classify.h"
 #include "properties/harness/run_trace.h"
+#include "sim/trace/scheduling_mode.h"
 #include "sim/trace/input_error.h"
 #include "sim/trace/trace_parser.h"
 #include "sim/variant/variant.h"
@@ -64,6 +67,7 @@ struct Campaign {
     std::string stats_path;  // empty: counts only printed at exit
     std::uint64_t executions = 0, passed = 0, ignored = 0;
     std::map<std::string, std::uint64_t> known;  // registry id -> runs
+    std::uint64_t runs_async_off = 0, runs_async_on = 0;  // inputs run, by resolved async_scheduling
 };
 
 // KVSIM_FUZZ_DETERMINISM=N: replay every Nth input twice (0: never); exits 64 on a value that is not a count.
@@ -87,7 +91,8 @@ std::string stats_json() {
     for (const auto& [id, n] : g_campaign->known) known[id] = n;
     return nlohmann::json{{"variant", g_campaign->variant_name}, {"pid", ::getpid()},
                           {"executions", g_campaign->executions}, {"passed", g_campaign->passed},
-                          {"ignored", g_campaign->ignored}, {"known", known}}
+                          {"ignored", g_campaign->ignored}, {"known", known},
+                          {"async_scheduling", {{"off", g_campaign->runs_async_off}, {"on", g_campaign->runs_async_on}}}}
         .dump();
 }
 
@@ -194,6 +199,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;
     }
     trace.run.variant = g_campaign->variant_name;
+    ++(kvsim::resolved_async_scheduling(trace.engine, g_campaign->variant) ? g_campaign->runs_async_on
+                                                                            : g_campaign->runs_async_off);
     trace.run.max_steps = kvsim::fuzz::step_budget(trace);
     const std::uint64_t input = g_campaign->inputs++;
     const bool replay = g_campaign->determinism_every > 0 && input % g_campaign->determinism_every == 0;

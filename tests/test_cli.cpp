@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_runner.h"
 
 using namespace kvsim::testing;
@@ -113,4 +115,37 @@ TEST_CASE("run with --async-scheduling shows a trace under both modes and its re
     CHECK(off.exit_code == 0);
     CHECK_THAT(off.out, Catch::StartsWith("pass ") && Catch::EndsWith("--async-scheduling off\n"));
     CHECK(run_kvsim("run " + trace + " --async-scheduling maybe").exit_code == 64);
+}
+
+TEST_CASE("run --async-scheduling both labels each mode's verdict line and exits with the worse code", "[cli][async]") {
+    const std::string trace = std::string(KVSIM_SOURCE_DIR) + "/corpus/upstream/pr45357_inflight_write_after_abort.trace";
+    const std::string run = "run " + trace + " --variant v0.30.0+pre45357 --async-scheduling both";
+    const auto quiet = run_kvsim(run + " --quiet");
+    CHECK(quiet.exit_code == 1);  // off passes, on is a violation
+    const auto off_line = quiet.out.find("[async_scheduling=off] pass ");
+    const auto on_line = quiet.out.find("[async_scheduling=on] violation ");
+    REQUIRE(off_line == 0);
+    REQUIRE(on_line != std::string::npos);
+    CHECK_THAT(quiet.out, Catch::Contains("--async-scheduling off\n") && Catch::EndsWith("--async-scheduling on\n"));
+    CHECK(std::count(quiet.out.begin(), quiet.out.end(), '\n') == 2);
+
+    const auto logged = run_kvsim(run);
+    CHECK(logged.exit_code == 1);
+    const auto off_log = logged.out.find("== async_scheduling=off\n");
+    const auto on_log = logged.out.find("== async_scheduling=on\n");
+    REQUIRE(off_log == 0);
+    REQUIRE(on_log != std::string::npos);
+    CHECK(logged.out.find("[async_scheduling=off] pass ") < on_log);
+    CHECK(logged.out.find("(fenced until") == std::string::npos);  // pre-#45357: no deferred frees in either log
+
+    const auto json = run_kvsim(run + " --json");
+    CHECK(json.exit_code == 1);
+    const auto parsed = nlohmann::json::parse(json.out);
+    CHECK(parsed["off"]["verdict"] == "pass");
+    CHECK(parsed["on"]["verdict"] == "violation");
+
+    const auto fixed = run_kvsim("run " + trace + " --variant v0.30.0 --async-scheduling both --quiet");
+    CHECK(fixed.exit_code == 0);
+    CHECK_THAT(fixed.out, Catch::Contains("[async_scheduling=off] pass ") && Catch::Contains("[async_scheduling=on] pass "));
+    CHECK(run_kvsim(run + " --html /tmp/x.html").exit_code == 64);
 }

@@ -130,7 +130,11 @@ TEST_CASE("explore exit codes: 0 all pass or only known - 1 a new finding (or an
     const auto pass = run_kvsim("explore --seeds 3 --variant v0.30.0 --progress 0");
     REQUIRE(pass.exit_code == 0);
     REQUIRE_THAT(pass.out, Catch::Contains(": 3 passed, 0 new (0 signatures), 0 known (0 causes)"));
-    REQUIRE(lines_of(pass.out).size() == 1);
+    // the summary line, then one line per scheduling mode drawn (seeds 1..3 draw both)
+    const auto pass_lines = lines_of(pass.out);
+    REQUIRE(pass_lines.size() == 3);
+    CHECK(pass_lines[1].starts_with("  async_scheduling=off: "));
+    CHECK(pass_lines[2].starts_with("  async_scheduling=on: "));
 
     // seed 9 under v0.29.0 is seed 000's crash: known, so it prints no seed line and exits 0
     const auto known = run_kvsim("explore --seed 9 --seeds 1 --variant v0.29.0 --role kv_consumer --progress 0");

@@ -58,12 +58,14 @@ const std::map<std::string, std::string>& trace_of_patch() {
 // Finding traces that have no fix patch yet (they expect their failure on every variant they name),
 // and second witnesses of a finding whose patch has its own trace above.
 const std::vector<std::string>& unfixed_findings() {
-    static const std::vector<std::string> names = {"store_producer_load_under_inflight_write"};
+    static const std::vector<std::string> names = {"async_inflight_save_over_failed_sync_load",
+                                                   "inflight_write_producer_store_load"};
     return names;
 }
 const std::vector<std::string>& second_witnesses() {
     static const std::vector<std::string> names = {"multiconnector_store_first_late_load_into_foreign_block",
-                                                   "store_tracker_not_rewound_saves_uncomputed_tokens"};
+                                                   "store_tracker_not_rewound_saves_uncomputed_tokens",
+                                                   "failed_load_keeps_async_placeholders_hang"};
     return names;
 }
 

@@ -40,6 +40,25 @@ TEST_CASE("kvsim matrix reproduces seed 001: v0.29.0 crashes and #55066 drops th
                             Catch::Contains("| v0.29.0+pr55066 | pass                                    |"));
 }
 
+TEST_CASE("kvsim matrix --async-scheduling runs every trace under one mode: seed 001 differs, seed 000 does not",
+          "[matrix][seed001][async]") {
+    const std::string seed001 = "--variants v0.29.0,v0.29.0+pr55066,v0.30.0 " + kUpstream +
+                                "seed001_decode_save_without_block_table.trace";
+    const auto sync = run_kvsim("matrix --async-scheduling off " + seed001);
+    CHECK(sync.exit_code == 0);
+    CHECK_THAT(sync.out, Catch::Contains("| v0.29.0         | crash (missing_current_block_table)     |"));
+    // under async scheduling the block-filling save comes a step later, with r1's next block: no crash
+    const auto async = run_kvsim("matrix --async-scheduling on " + seed001);
+    CHECK(async.exit_code == 1);  // the expect line states the synchronous crash
+    CHECK_THAT(async.out, Catch::Contains("| v0.29.0         | pass !! UNMET(expected crash crash:missing_current_block_table) |"));
+    const std::string seed000 = "--variants v0.29.0,v0.29.0+003,v0.30.0 " + kUpstream + "seed000_multiconnector_both.trace";
+    const auto off000 = run_kvsim("matrix --async-scheduling off " + seed000);
+    const auto on000 = run_kvsim("matrix --async-scheduling on " + seed000);
+    CHECK(off000.exit_code == 0);
+    CHECK(on000.out == off000.out);
+    CHECK(run_kvsim("matrix --async-scheduling sometimes " + seed000).exit_code == 64);
+}
+
 TEST_CASE("kvsim run quotes the upstream assertion message on a crash", "[matrix][seed000]") {
     const auto r = run_kvsim("run " + kUpstream + "seed000_multiconnector_consumer.trace --variant v0.29.0");
     REQUIRE(r.exit_code == 2);

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -35,7 +36,7 @@ for a in "$@"; do
 done
 plant=$here/plant-$KVSIM_FUZZ_VARIANT
 ((canary)) && plant=$here/plant-canary
-[[ -n ${KVSIM_FUZZ_STATS:-} ]] && echo '{"executions":1234,"known":{"seed001_eager_snapshot_stale_save":3}}' >"$KVSIM_FUZZ_STATS.$$.json"
+[[ -n ${KVSIM_FUZZ_STATS:-} ]] && echo '{"executions":1234,"known":{"seed001_eager_snapshot_stale_save":3},"async_scheduling":{"off":600,"on":634}}' >"$KVSIM_FUZZ_STATS.$$.json"
 if [[ -f $plant ]]; then
   cp "$plant" "${prefix}crash-$(sha1sum <"$plant" | cut -c1-40)"
   ((canary)) && echo "kvsim-finding: verdict=crash signature=crash:missing_current_block_table variant=$KVSIM_FUZZ_VARIANT"
@@ -111,6 +112,9 @@ TEST_CASE("nightly with a stub fuzzer: canary passes and no new finding on the c
     REQUIRE(v29["exec_per_sec"].get<double>() > 0);
     REQUIRE(v29["per_job_to_single_ratio"].get<double>() > 0);
     REQUIRE(v29["known_in_process"]["seed001_eager_snapshot_stale_save"].get<double>() >= 3);
+    // runs under each scheduling mode, summed over the jobs and the single process
+    REQUIRE(v29["runs_by_async_scheduling"]["on"].get<double>() == 634.0 * (v29["processes"].get<double>() + 1));
+    REQUIRE(v29["runs_by_async_scheduling"]["off"].get<double>() == 600.0 * (v29["processes"].get<double>() + 1));
     REQUIRE(v29["seeds_left_out"].get<int>() >= 5);  // the corpus traces that fail under v0.29.0
     REQUIRE(v29["findings_known"] == 1);
     REQUIRE(v29["findings"][0]["status"] == "known");
@@ -119,10 +123,24 @@ TEST_CASE("nightly with a stub fuzzer: canary passes and no new finding on the c
     REQUIRE(v30["expected_clean"] == true);
     REQUIRE(v30["findings"].empty());
     REQUIRE(v30["coverage"]["traces_run"].get<int>() >= 13);  // the seeds that pass under v0.30.0
+    // every corpus seed is given under both scheduling modes, its engine line stating the mode
+    std::map<std::string, int> seeds_by_mode;
+    for (const auto& e : fs::recursive_directory_iterator(c.dir / "work" / "runs")) {
+        const fs::path& p = e.path();
+        if (p.parent_path().filename() != "v0.30.0" || p.parent_path().parent_path().filename() != "seeds") continue;
+        for (const std::string mode : {"off", "on"})
+            if (p.filename().string().ends_with(".async-" + mode + ".trace") &&
+                slurp(p).find(" async_scheduling=" + mode) != std::string::npos)
+                ++seeds_by_mode[mode];
+    }
+    CHECK(seeds_by_mode["off"] >= 13);
+    CHECK(seeds_by_mode["on"] >= 13);
+    CHECK(v30["seeds"].get<int>() == seeds_by_mode["off"] + seeds_by_mode["on"]);
     REQUIRE(v30["coverage"]["rejected"].get<int>() >= 1);     // the stub's corpus input
     const std::string md = c.report_md();
     REQUIRE_THAT(md, Catch::Contains("**OK: no new finding on a variant expected clean** (exit 0)") &&
                          Catch::Contains("| v0.30.0 | clean |") && Catch::Contains("exec/s single process") &&
+                         Catch::Contains("runs async off / on |") &&
                          Catch::Contains("## Lifecycle coverage"));
     const std::string repro = v29["findings"][0]["repro"];
     const int status = std::system((repro + " --quiet >/dev/null").c_str());

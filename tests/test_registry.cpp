@@ -4,6 +4,8 @@
 
 #include "planted_traces.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -118,6 +120,18 @@ TEST_CASE("registry: conditions over typed fields, the stack, settings and count
     CHECK(known_with(" no_event p2p action=finished_before_alloc\n"));
     CHECK(known_with(" connector store load_async=off\n"));
     CHECK_FALSE(known_with(" connector store load_async=on\n"));
+    // the engine settings as resolved: the keys the trace states, else the variant's defaults
+    Trace stated = store_first;
+    stated.engine.async_scheduling = false;
+    stated.engine.kv_load_failure_policy = LoadFailurePolicy::recompute;
+    const auto stated_known_with = [&](const std::string& conditions) {
+        return classified(stated, "v0.30.0", parse_registry(head + conditions, "c.txt")) != nullptr;
+    };
+    CHECK(stated_known_with(" engine async_scheduling=off kv_load_failure_policy=recompute\n"));
+    CHECK_FALSE(stated_known_with(" engine async_scheduling=on\n"));
+    CHECK_FALSE(stated_known_with(" engine kv_load_failure_policy=fail\n"));
+    const Variant v30 = require_variant("v0.30.0");
+    CHECK(known_with(fmt::format(" engine kv_load_failure_policy={}\n", to_string(v30.load_failure_policy_default))));
     CHECK(known_with(" flag pending_load_guard=on\n"));
     CHECK_FALSE(known_with(" flag pending_load_guard=off\n"));
     CHECK_FALSE(known_with(" gone_with flags snapshot_rule=eager\n"));  // still crashes so
@@ -131,7 +145,10 @@ TEST_CASE("registry: parse errors name file:line and the field", "[registry]") {
     CHECK(parse_error("  class upstream\n") == "r.txt:1: class: a field before the first 'finding ID' line");
     CHECK(parse_error(kEntry + "  colour blue\n") ==
           "r.txt:9: colour: unknown field 'colour' (expected class, variants, signature, stack, event, no_event, flag, "
-          "connector, history, gone_with, upstream, needs, witness, fix, why)");
+          "connector, engine, history, gone_with, upstream, needs, witness, fix, why)");
+    CHECK_THAT(parse_error(kEntry + "  engine chunked_prefill=on\n"),
+               Catch::StartsWith("r.txt:9: engine: unknown engine setting 'chunked_prefill'"));
+    CHECK_THAT(parse_error(kEntry + "  engine\n"), Catch::StartsWith("r.txt:9: engine: expected KEY=VALUE"));
     CHECK_THAT(parse_error(kEntry + "  event nosuch a=b\n"), Catch::StartsWith("r.txt:9: event: unknown event category 'nosuch'"));
     CHECK_THAT(parse_error(kEntry + "  event p2p action\n"), Catch::StartsWith("r.txt:9: event: 'action' is not KEY=VALUE"));
     CHECK_THAT(parse_error(kEntry + "  flag snapshot_rule=sometimes\n"), Catch::StartsWith("r.txt:9: flag: unknown variant flag"));

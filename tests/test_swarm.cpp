@@ -85,13 +85,16 @@ TEST_CASE("same seed gives the same trace text - the variant option changes only
         tb.run.variant = ta.run.variant;
         REQUIRE(ta == tb);
     }
-    // trace_for_seed is one Prng(seed): draw_swarm, generate_trace, then the load-failure policy.
+    // trace_for_seed is one Prng(seed): draw_swarm, generate_trace, the load-failure policy, then the
+    // scheduling mode.
     Prng prng(42);
     SwarmConfig config = draw_swarm(prng, {});
     config.run_seed = 42;
     Trace generated = generate_trace(prng, config);
     config.kv_load_failure_policy = draw_load_failure_policy(prng);
     generated.engine.kv_load_failure_policy = config.kv_load_failure_policy;
+    config.async_scheduling = draw_async_scheduling(prng);
+    generated.engine.async_scheduling = config.async_scheduling;
     REQUIRE(generated == trace_for_seed(42, {}));
     REQUIRE(swarm_case_for_seed(42, {}).config == config);
 }
@@ -103,7 +106,7 @@ TEST_CASE("the reproduction contract: seed 2 always gives this trace", "[swarm]"
     const std::string expected =
         "kvsim-trace 1\n"
         "engine block_size=8 num_blocks=4 max_batched_tokens=2048 max_running=2 max_model_len=23 chunked_prefill=on "
-        "prefix_caching=on long_prefill_threshold=0 reserve_full_isl=on\n"
+        "prefix_caching=on long_prefill_threshold=0 reserve_full_isl=on async_scheduling=on\n"
         "run seed=2 max_steps=480\n"
         "connector p2p role=kv_consumer\n"
         "connector store role=kv_consumer load_async=off lookup_async=off enable_lookup=on save_decode_cache=off\n"
@@ -252,4 +255,20 @@ TEST_CASE("swarm seeds draw both load-failure policies and leave it unstated too
                                           : std::string("load_failure_policy=default")) != std::string::npos);
     }
     CHECK(seen == std::set<std::string>{"fail", "recompute", "unstated"});
+}
+
+TEST_CASE("swarm seeds draw both scheduling modes, state them, and name them in the knobs", "[swarm][async]") {
+    int on = 0;
+    constexpr int kSeeds = 64;
+    for (std::uint64_t seed = 1; seed <= kSeeds; ++seed) {
+        const SwarmCase c = swarm_case_for_seed(seed, {});
+        REQUIRE(c.config.async_scheduling.has_value());
+        REQUIRE(c.trace.engine.async_scheduling == c.config.async_scheduling);
+        const std::string mode = *c.config.async_scheduling ? "on" : "off";
+        on += *c.config.async_scheduling ? 1 : 0;
+        REQUIRE(describe(c.config).find(" async_scheduling=" + mode) != std::string::npos);
+        REQUIRE(print_trace(c.trace).find(" async_scheduling=" + mode) != std::string::npos);
+    }
+    CHECK(on > kSeeds / 4);
+    CHECK(on < kSeeds * 3 / 4);
 }

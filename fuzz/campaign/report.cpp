@@ -70,6 +70,7 @@ struct Counts {
     double executions = 0;
     int processes = 0;
     std::map<std::string, double> known;
+    std::map<std::string, double> modes;  // async_scheduling off|on -> inputs run under it
 };
 
 // Sums the fuzz target's stats files PREFIX.*.json in `dir`.
@@ -90,6 +91,8 @@ Counts sum_stats(const fs::path& dir, const std::string& prefix) {
         c.executions += j.value("executions", 0.0);
         const Json known = j.value("known", Json::object());
         for (const auto& [id, n] : known.items()) c.known[id] += n.get<double>();
+        const Json modes = j.value("async_scheduling", Json::object());
+        for (const auto& [mode, n] : modes.items()) c.modes[mode] += n.get<double>();
     }
     return c;
 }
@@ -182,6 +185,14 @@ Json rates(const std::map<std::string, std::string>& v, const Counts& jobs, cons
             {"per_job_to_single_ratio", alone > 0 ? rounded(per_job / alone) : 0.0}};
 }
 
+// Inputs run under one scheduling mode by every process of a variant (jobs and the single one).
+double runs_under(const Counts& jobs, const Counts& single, const std::string& mode) {
+    double n = 0;
+    for (const Counts* c : {&jobs, &single})
+        if (const auto it = c->modes.find(mode); it != c->modes.end()) n += it->second;
+    return n;
+}
+
 Json variant_json(const fs::path& run_dir, const std::map<std::string, std::string>& v, const std::string& broken) {
     const std::string name = text(v, "name");
     const Counts jobs = sum_stats(run_dir / "stats" / name, "jobs");
@@ -197,6 +208,7 @@ Json variant_json(const fs::path& run_dir, const std::map<std::string, std::stri
                 {"jobs", number(v, "jobs")}, {"processes", jobs.processes}, {"executions", jobs.executions}};
     out.update(rates(v, jobs, single));
     out["known_in_process"] = jobs.known;
+    out["runs_by_async_scheduling"] = {{"off", runs_under(jobs, single, "off")}, {"on", runs_under(jobs, single, "on")}};
     out.update(Json{{"corpus_before", number(v, "corpus_before")}, {"corpus_after", number(v, "corpus_after")},
                     {"seeds", number(v, "seed_count")}, {"seeds_left_out", number(v, "seeds_left_out")},
                     {"crash_artifacts", number(v, "crash_artifacts")},

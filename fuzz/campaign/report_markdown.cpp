@@ -28,17 +28,18 @@ std::string num(const Json& j) {
 std::string variants_table(const Json& r) {
     std::string out =
         "| variant | expected | time (s) | jobs | executions | exec/s (campaign) | exec/s per job | exec/s single "
-        "process | ratio | known in process | findings new | findings known |\n"
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+        "process | ratio | known in process | findings new | findings known | runs async off / on |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const Json& v : r["variants"]) {
         double known = 0;
         for (const auto& [id, n] : v["known_in_process"].items()) known += n.get<double>();
-        out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+        out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} |\n",
                            v["variant"].get<std::string>(), v["expected_clean"].get<bool>() ? "clean" : "broken",
                            num(v["seconds"]), num(v["jobs"]), num(v["executions"]), num(v["exec_per_sec"]),
                            num(v["exec_per_sec_per_job"]), num(v["single_process"]["exec_per_sec"]),
                            num(v["per_job_to_single_ratio"]), known, num(v["findings_new"]),
-                           num(v["findings_known"]));
+                           num(v["findings_known"]), num(v["runs_by_async_scheduling"]["off"]),
+                           num(v["runs_by_async_scheduling"]["on"]));
     }
     return out;
 }

@@ -390,6 +390,15 @@ bool load_failure_policy(Trace& t, Prng&) {
     return true;
 }
 
+// Steps the scheduling mode through unset, on, off: both modes and the release default.
+bool async_scheduling(Trace& t, Prng&) {
+    auto& mode = t.engine.async_scheduling;
+    if (!mode) mode = true;
+    else if (*mode) mode = false;
+    else mode.reset();
+    return true;
+}
+
 bool run_seed(Trace& t, Prng& rng) {
     const std::uint64_t before = t.run.seed;
     t.run.seed = rng.below(1u << 16);
@@ -602,6 +611,7 @@ constexpr std::array<MutationRow, kMutationCount> kMutationTable = {{
     {.mutation = Mutation::remove_store_entry, .name = "remove_store_entry", .weight = 1, .apply = remove_store_entry},
     {.mutation = Mutation::change_store_entry, .name = "change_store_entry", .weight = 1, .apply = change_store_entry},
     {.mutation = Mutation::load_failure_policy, .name = "load_failure_policy", .weight = 1, .apply = load_failure_policy},
+    {.mutation = Mutation::async_scheduling, .name = "async_scheduling", .weight = 1, .apply = async_scheduling},
 }};
 
 constexpr bool rows_in_enum_order() {

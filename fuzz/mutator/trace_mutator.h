@@ -93,8 +93,9 @@ enum class Mutation {
     remove_store_entry,    // any store line
     change_store_entry,    // extend, shorten or replace a store prefix
     load_failure_policy,   // engine kv_load_failure_policy: unset (the variant's default) -> recompute -> fail -> unset
+    async_scheduling,      // engine async_scheduling: unset (the variant's default) -> on -> off -> unset
 };
-inline constexpr int kMutationCount = static_cast<int>(Mutation::load_failure_policy) + 1;
+inline constexpr int kMutationCount = static_cast<int>(Mutation::async_scheduling) + 1;
 
 std::string_view to_string(Mutation mutation);
 std::span<const Mutation> all_mutations();

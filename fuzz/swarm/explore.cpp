@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "properties/findings/classify.h"
+#include "sim/trace/scheduling_mode.h"
 #include "sim/trace/input_error.h"
 #include "sim/trace/trace_parser.h"
 #include "sim/trace/trace_printer.h"
@@ -58,6 +59,14 @@ bool report_failure(const ExploreSeed& seed, const ExploreConfig& config, Explor
     return true;
 }
 
+void tally_mode(const ExploreSeed& seed, const ExploreConfig& config, ExploreSummary& summary) {
+    ModeTally& tally = summary.by_mode[resolved_async_scheduling(seed.swarm_case.trace.engine, config.variant) ? "on" : "off"];
+    ++tally.runs;
+    if (seed.passed()) ++tally.passed;
+    else if (seed.known != nullptr) ++tally.known;
+    else ++tally.failed;
+}
+
 }  // namespace
 
 std::string ExploreSeed::failure_kind() const {
@@ -68,8 +77,15 @@ std::string ExploreSeed::failure_kind() const {
 ExploreSeed explore_seed(std::uint64_t seed, const ExploreConfig& config) {
     const SwarmOptions swarm{.role = config.role, .variant = config.variant.name};
     ExploreSeed out{.seed = seed, .swarm_case = swarm_case_for_seed(seed, swarm), .result = {}, .repro = {}, .header = {}};
-    out.repro = fmt::format("kvsim explore --seed {} --seeds 1 --variant {} --role {}{}", seed, config.variant.name,
-                            to_string(config.role), config.any_failure ? " --any-failure" : "");
+    if (config.async_scheduling) {
+        out.swarm_case.config.async_scheduling = config.async_scheduling;
+        out.swarm_case.trace.engine.async_scheduling = config.async_scheduling;
+    }
+    out.repro = fmt::format("kvsim explore --seed {} --seeds 1 --variant {} --role {}{}{}", seed, config.variant.name,
+                            to_string(config.role), config.any_failure ? " --any-failure" : "",
+                            config.async_scheduling ? (*config.async_scheduling ? " --async-scheduling on"
+                                                                                : " --async-scheduling off")
+                                                    : "");
     out.header = fmt::format("# {}\n# knobs: {}\n", out.repro, describe(out.swarm_case.config));
     try {
         validate_trace(out.swarm_case.trace, fmt::format("seed-{}", seed));
@@ -85,10 +101,11 @@ ExploreSeed explore_seed(std::uint64_t seed, const ExploreConfig& config) {
 }
 
 std::string failure_line(const ExploreSeed& seed) {
-    return fmt::format("seed={} {} verdict={} signature={} steps={} -- {} | repro: {}", seed.seed,
+    const auto& mode = seed.swarm_case.trace.engine.async_scheduling;
+    return fmt::format("seed={} {} verdict={} signature={} steps={} async_scheduling={} -- {} | repro: {}", seed.seed,
                        seed.known != nullptr ? "known=" + seed.known->id : std::string("NEW"),
                        verdict_text(seed.result), seed.result.internal_error ? "internal-error" : seed.result.signature,
-                       seed.result.steps, seed.result.message, seed.repro);
+                       seed.result.steps, mode ? (*mode ? "on" : "off") : "default", seed.result.message, seed.repro);
 }
 
 ExploreSummary explore(const ExploreConfig& config, std::ostream& out, std::ostream& progress) {
@@ -96,6 +113,7 @@ ExploreSummary explore(const ExploreConfig& config, std::ostream& out, std::ostr
     for (std::uint64_t i = 0; i < config.seeds; ++i) {
         const ExploreSeed seed = explore_seed(config.first_seed + i, config);
         if (config.print_trace) out << seed.header << print_trace(seed.swarm_case.trace) << std::flush;
+        tally_mode(seed, config, summary);
         if (seed.passed())
             ++summary.passed;
         else if (!report_failure(seed, config, summary, out))
@@ -128,6 +146,9 @@ std::string render_explore_summary(const ExploreSummary& summary, const ExploreC
         config.variant.name, to_string(config.role), config.first_seed, config.first_seed + config.seeds - 1,
         config.seeds, summary.passed, summary.failed, summary.signatures.size(), summary.known,
         summary.known_entries.size());
+    for (const auto& [mode, tally] : summary.by_mode)
+        out += fmt::format("  async_scheduling={}: {} seeds, {} passed, {} new, {} known\n", mode, tally.runs,
+                           tally.passed, tally.failed, tally.known);
     out += tally_rows(summary.signatures, "new (by signature)");
     out += tally_rows(summary.known_entries, "known (by registry entry)");
     return out;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <ostream>
+#include <optional>
 #include <string>
 
 #include "fuzz/swarm/swarm.h"
@@ -26,6 +27,7 @@ struct ExploreConfig {
     bool print_trace = false;    // print every generated trace before its result
     const Registry* registry = nullptr;  // nullptr: every failure is new
     bool any_failure = false;    // print known failures too, and count them as failures
+    std::optional<bool> async_scheduling = std::nullopt;  // every seed's engine key forced to it; nullopt: the drawn mode
 };
 
 // One seed: its generated case and the run.
@@ -45,7 +47,8 @@ struct ExploreSeed {
 // Generates and runs one seed. A generated trace that validate_trace rejects is an internal error.
 ExploreSeed explore_seed(std::uint64_t seed, const ExploreConfig& config);
 
-// "seed=S verdict=V signature=K steps=N -- message | repro: ...", without the trace part.
+// "seed=S NEW|known=ID verdict=V signature=K steps=N async_scheduling=on|off -- message | repro: ...",
+// without the trace part.
 std::string failure_line(const ExploreSeed& seed);
 
 struct SignatureTally {
@@ -53,7 +56,13 @@ struct SignatureTally {
     std::uint64_t first_seed = 0;
 };
 
+// The seeds run under one scheduling mode and how they ended.
+struct ModeTally {
+    std::uint64_t runs = 0, passed = 0, failed = 0, known = 0;
+};
+
 struct ExploreSummary {
+    std::map<std::string, ModeTally> by_mode;  // "off" / "on" (the engine's resolved async_scheduling)
     std::uint64_t passed = 0;
     std::uint64_t failed = 0;  // new findings and internal errors
     std::uint64_t known = 0;
@@ -67,7 +76,8 @@ struct ExploreSummary {
 // as it goes, and the progress lines to `progress`.
 ExploreSummary explore(const ExploreConfig& config, std::ostream& out, std::ostream& progress);
 
-// The closing line, then one row per new signature and one per known registry entry.
+// The closing line, the seeds by scheduling mode, then one row per new signature and one per known
+// registry entry.
 std::string render_explore_summary(const ExploreSummary& summary, const ExploreConfig& config);
 
 }  // namespace kvsim

@@ -150,6 +150,7 @@ void fit_engine(const SwarmConfig& c, const std::vector<PlannedRequest>& request
     e.prefix_caching = c.prefix_caching;
     e.reserve_full_isl = c.reserve_full_isl;
     e.kv_load_failure_policy = c.kv_load_failure_policy;
+    e.async_scheduling = c.async_scheduling;
     e.max_batched_tokens = batch_budget(c.chunked_prefill, c.max_batched_tokens, e.max_model_len);
     e.long_prefill_threshold = c.long_prefill_threshold;
     e.max_running = c.max_running;
@@ -344,6 +345,8 @@ std::optional<LoadFailurePolicy> draw_load_failure_policy(Prng& prng) {
     }
 }
 
+bool draw_async_scheduling(Prng& prng) { return prng.chance(1, 2); }
+
 SwarmCase swarm_case_for_seed(std::uint64_t seed, const SwarmOptions& options) {
     Prng prng(seed);
     SwarmCase out;
@@ -352,6 +355,8 @@ SwarmCase swarm_case_for_seed(std::uint64_t seed, const SwarmOptions& options) {
     out.trace = generate_trace(prng, out.config);
     out.config.kv_load_failure_policy = draw_load_failure_policy(prng);
     out.trace.engine.kv_load_failure_policy = out.config.kv_load_failure_policy;
+    out.config.async_scheduling = draw_async_scheduling(prng);
+    out.trace.engine.async_scheduling = out.config.async_scheduling;
     return out;
 }
 
@@ -369,12 +374,13 @@ std::string describe(const SwarmConfig& c) {
     return fmt::format(
         "stack={}{} ranks={} pool={} bs={} chunked={} caching={} budget={} requests={} prefixes={} share={}% "
         "store_prefix={}% store_prompt={}% remote_prefill={}% remote_decode={}% arrival={}/{} abort={}% "
-        "faults(store_delay={}% store_fail={}% load_fail={}% lookup_pending={}% window={}) load_failure_policy={}",
+        "faults(store_delay={}% store_fail={}% load_fail={}% lookup_pending={}% window={}) load_failure_policy={} async_scheduling={}",
         to_string(c.stack), roles, c.ranks, to_string(c.pressure), c.block_size, on_off(c.chunked_prefill),
         on_off(c.prefix_caching), c.max_batched_tokens, c.num_requests, c.num_prefixes, c.share_pct,
         c.store_prefix_pct, c.store_prompt_pct, c.remote_prefill_pct, c.remote_decode_pct, to_string(c.arrival),
         c.arrival_gap, c.abort_pct, c.store_delay_pct, c.store_fail_pct, c.load_fail_pct, c.lookup_pending_pct,
-        c.fault_window, c.kv_load_failure_policy ? to_string(*c.kv_load_failure_policy) : "default");
+        c.fault_window, c.kv_load_failure_policy ? to_string(*c.kv_load_failure_policy) : "default",
+        c.async_scheduling ? on_off(*c.async_scheduling) : "default");
 }
 
 }  // namespace kvsim

@@ -112,6 +112,9 @@ struct SwarmConfig {
     // The engine's kv_load_failure_policy; nullopt leaves it unstated (the variant's default). Drawn
     // after the trace, so the rest of a seed's trace does not depend on it.
     std::optional<LoadFailurePolicy> kv_load_failure_policy = std::nullopt;
+    // The engine's async_scheduling, drawn last (after the policy) and always stated, so that a
+    // seed's trace says its mode whatever the variant's default.
+    std::optional<bool> async_scheduling = std::nullopt;
 
     bool has_p2p() const { return kvsim::has_p2p(stack); }
     bool has_store() const { return kvsim::has_store(stack); }
@@ -125,7 +128,10 @@ Trace generate_trace(Prng& prng, const SwarmConfig& config);
 // The engine's kv_load_failure_policy: unstated (the release default) half the time, else
 // recompute or fail.
 std::optional<LoadFailurePolicy> draw_load_failure_policy(Prng& prng);
-// One Prng(seed): draw_swarm, generate_trace, then draw_load_failure_policy, with `run seed=<seed>`.
+// The engine's async_scheduling: on half the time, else off (always stated).
+bool draw_async_scheduling(Prng& prng);
+// One Prng(seed): draw_swarm, generate_trace, draw_load_failure_policy, then draw_async_scheduling,
+// with `run seed=<seed>`.
 Trace trace_for_seed(std::uint64_t seed, const SwarmOptions& options);
 // The same with its knobs, for a header comment.
 struct SwarmCase {

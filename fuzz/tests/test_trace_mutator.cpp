@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -413,6 +414,7 @@ bool changed_as_named(Mutation m, const Trace& before, const Trace& after) {
         case Mutation::remove_store_entry: return after.store.size() < before.store.size();
         case Mutation::change_store_entry: return stored(after) != stored(before) && after.store.size() == before.store.size();
         case Mutation::load_failure_policy: return after.engine.kv_load_failure_policy != before.engine.kv_load_failure_policy;
+        case Mutation::async_scheduling: return after.engine.async_scheduling != before.engine.async_scheduling;
     }
     return false;
 }
@@ -438,6 +440,30 @@ TEST_CASE("fuzz mutator: every mutation kind changes the structure it names", "[
         // most applications survive normalize() as the change they name
         CHECK(hits * 2 >= tries);
     }
+}
+
+TEST_CASE("fuzz mutator: async_scheduling steps through unset, on and off, and mutants draw both modes",
+          "[fuzz][mutator][async]") {
+    const Seed& seed = corpus_seeds().front();
+    Trace t = repair(seed.text, 0);
+    t.engine.async_scheduling.reset();
+    Prng rng(1);
+    std::vector<std::optional<bool>> steps;
+    for (int i = 0; i < 3; ++i) {
+        REQUIRE(apply_mutation(t, Mutation::async_scheduling, rng));
+        REQUIRE(normalize(t));
+        steps.push_back(t.engine.async_scheduling);
+    }
+    CHECK(steps == std::vector<std::optional<bool>>{true, false, std::nullopt});
+    // Through the libFuzzer entry point: chained mutants of one seed reach both stated modes.
+    std::set<std::string> modes;
+    std::string current = seed.text;
+    for (std::uint64_t i = 0; i < 400 && modes.size() < 2; ++i) {
+        current = mutate_text(current, i + 1, TextOptions{});
+        const auto mode = parse_trace(current, "mutated.trace").engine.async_scheduling;
+        if (mode) modes.insert(*mode ? "on" : "off");
+    }
+    CHECK(modes == std::set<std::string>{"off", "on"});
 }
 
 TEST_CASE("fuzz mutator: every mutation kind has a name", "[fuzz][mutator]") {

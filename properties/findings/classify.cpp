@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "properties/findings/histories.h"
+#include "sim/trace/scheduling_mode.h"
 
 namespace kvsim {
 namespace {
@@ -63,6 +64,16 @@ bool connector_has(const Condition& c, const Subject& s) {
     });
 }
 
+// async_scheduling as the engine resolves it; kv_load_failure_policy as the scheduler does.
+bool engine_has(const Condition& c, const Subject& s) {
+    return std::all_of(c.fields.begin(), c.fields.end(), [&](const FieldMatch& m) {
+        if (m.key == "async_scheduling")
+            return m.value == (resolved_async_scheduling(s.trace.engine, s.variant) ? "on" : "off");
+        const LoadFailurePolicy policy = s.trace.engine.kv_load_failure_policy.value_or(s.variant.load_failure_policy_default);
+        return m.key == "kv_load_failure_policy" && m.value == to_string(policy);
+    });
+}
+
 bool variant_has(const std::vector<FieldMatch>& flags, const Variant& v) {
     return std::all_of(flags.begin(), flags.end(), [&](const FieldMatch& f) {
         Variant probe = v;
@@ -108,6 +119,7 @@ bool holds(const Condition& c, const Subject& s) {
         case ConditionKind::no_event: return !some_event(c, s);
         case ConditionKind::flag: return variant_has(c.fields, s.variant);
         case ConditionKind::connector: return connector_has(c, s);
+        case ConditionKind::engine: return engine_has(c, s);
         case ConditionKind::history: return history_holds(c.value, s.trace, s.result);
         case ConditionKind::gone_with: return gone_with(c, s);
     }

@@ -35,6 +35,7 @@ enum class ConditionKind {
     no_event,   // no event of the run has them
     flag,       // the run's variant has flag fields[0].key = fields[0].value
     connector,  // the trace's connector `value` has the settings `fields`
+    engine,     // the run's engine settings as resolved (trace key, else the variant's default): `fields`
     history,    // a named request history holds (properties/findings/histories.h): value
     gone_with,  // the same trace, edited, no longer gives the signature (see CounterfactualKind)
 };

@@ -30,6 +30,7 @@ constexpr EnumNames<UpstreamState, 5> kStateNames = {{
 constexpr std::array kHistories = {"self_reserved_after_failed_load", "loaded_but_never_promoted",
                                    "repeated_whole_batch_preemption"};
 constexpr std::array kConnectorSettings = {"role", "load_async", "lookup_async", "enable_lookup", "save_decode_cache"};
+constexpr std::array kEngineSettings = {"async_scheduling", "kv_load_failure_policy"};
 constexpr std::array kFindingFields = {"connector", "id", "request"};
 
 struct Line {
@@ -143,6 +144,12 @@ Condition condition(const Line& line) {
         require_one_of(line, name, kHistories, "history");
         return Condition{.kind = ConditionKind::history, .value = name, .line = line.number};
     }
+    if (line.keyword == "engine") {
+        Condition c{.kind = ConditionKind::engine, .fields = field_matches(line, 0), .line = line.number};
+        if (c.fields.empty()) fail(line, "engine", "expected KEY=VALUE (async_scheduling, kv_load_failure_policy)");
+        for (const auto& f : c.fields) require_one_of(line, f.key, kEngineSettings, "engine setting");
+        return c;
+    }
     if (line.keyword == "flag") {
         Condition c{.kind = ConditionKind::flag, .fields = field_matches(line, 0), .line = line.number};
         check_flags(line, c.fields);
@@ -214,8 +221,8 @@ void parse_field(KnownEntry& e, const Line& line) {
 }
 
 constexpr std::array kKeywords = {"class",   "variants", "signature", "stack",   "event", "no_event",
-                                  "flag",    "connector", "history",  "gone_with", "upstream",
-                                  "needs",   "witness",  "fix",       "why"};
+                                  "flag",    "connector", "engine",   "history",   "gone_with",
+                                  "upstream", "needs",   "witness",   "fix",       "why"};
 
 void check_complete(const KnownEntry& e, const std::string& file) {
     const auto missing = [&](std::string_view field) {

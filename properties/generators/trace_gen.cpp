@@ -68,7 +68,8 @@ rc::Gen<EngineRec> gen_engine() {
         rc::gen::set(&EngineRec::no_chunked_prefill, flag(1, 6)),
         rc::gen::set(&EngineRec::no_prefix_caching, flag(1, 6)),
         rc::gen::set(&EngineRec::no_reserve_full_isl, flag(1, 4)),
-        rc::gen::set(&EngineRec::load_failure_policy, choice<int>({{2, 0}, {1, 1}, {1, 2}})));
+        rc::gen::set(&EngineRec::load_failure_policy, choice<int>({{2, 0}, {1, 1}, {1, 2}})),
+        rc::gen::set(&EngineRec::async_scheduling, choice<int>({{1, 0}, {1, 1}, {2, 2}})));
 }
 
 rc::Gen<KvRole> gen_role(const std::vector<KvRole>& roles) { return one_of_list(roles); }

@@ -125,6 +125,7 @@ EngineConfig build_engine(const EngineRec& rec, int bs, const std::vector<BuiltR
     e.reserve_full_isl = !rec.no_reserve_full_isl;
     if (rec.load_failure_policy == 1) e.kv_load_failure_policy = LoadFailurePolicy::recompute;
     if (rec.load_failure_policy == 2) e.kv_load_failure_policy = LoadFailurePolicy::fail;
+    if (rec.async_scheduling == 1 || rec.async_scheduling == 2) e.async_scheduling = rec.async_scheduling == 2;
     std::vector<int> need;
     for (const BuiltRequest& q : reqs)
         need.push_back(request_blocks(q.prompt_len, q.max_tokens, e.max_model_len, bs));

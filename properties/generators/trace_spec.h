@@ -29,6 +29,7 @@ struct EngineRec {
     bool no_prefix_caching = false;
     bool no_reserve_full_isl = false;
     int load_failure_policy = 0;  // 0: unstated (the variant's default), 1: recompute, 2: fail
+    int async_scheduling = 0;     // 0: unstated (the variant's default), 1: off, 2: on
 };
 
 struct StoreOptionsRec {

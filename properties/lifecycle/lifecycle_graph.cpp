@@ -123,11 +123,14 @@ LifecycleGraph::LifecycleGraph() {
         "Scheduler.schedule: a preempted request's external hit loads asynchronously again");
     add(S::preempted, S::finished_aborted, "abort_preempted", "Scheduler.finish_requests(FINISHED_ABORTED) on a preempted request");
     add(S::preempted, S::finished_error, "error_preempted", "Scheduler.finish_requests(FINISHED_ERROR)", false);
-    // Async scheduling: the output of a step in flight when its request was preempted still stops it
-    // (update_from_output's stopped_preempted_reqs @ 003df2961dd8830c317a61f9745ccd557da9fa06).
-    add(S::preempted, S::finished_stopped, "stop_preempted", "update_from_output -> check_stop: EOS from a step in flight");
+    // Async scheduling: the output of a step dispatched before the request was preempted arrives later and
+    // stops it (vllm/v1/core/sched/scheduler.py Scheduler.update_from_output, stopped_preempted_reqs @
+    // 00024d314514900f361ad072af6931e403b7f589).
+    add(S::preempted, S::finished_stopped, "stop_preempted",
+        "update_from_output -> check_stop on an in-flight step's output after preemption (stopped_preempted_reqs)",
+        false);
     add(S::preempted, S::finished_length_capped, "length_capped_preempted",
-        "update_from_output -> check_stop: max_tokens reached by a step in flight");
+        "update_from_output -> check_stop on an in-flight step's output after preemption (stopped_preempted_reqs)");
 
     add(S::finished_stopped, S::freed, "free_stopped", "Scheduler._free_blocks (at once or after a delayed free)", false);
     add(S::finished_length_capped, S::freed, "free_length_capped",

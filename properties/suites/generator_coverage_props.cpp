@@ -1,7 +1,7 @@
 // The generators reach what the properties are about: every connector stack and role, prefix-cache,
 // store and remote-prefill hits, preemption (so allocation failure) on starved pools, aborts in
 // every lifecycle state, every fault kind, store saves, P2P sends, lookups left pending, failed
-// loads. A fixed sample of generated traces is run under v0.30.0 and its event logs are counted;
+// loads, both scheduling modes with async's fenced frees. A fixed sample of generated traces is run under v0.30.0 and its event logs are counted;
 // a scenario nobody reaches any more turns this red (the properties would then pass vacuously).
 #include <iostream>
 #include <map>
@@ -29,6 +29,8 @@ TEST_CASE("generators reach every scenario", "[property][generators]") {
         if (!trace.engine.chunked_prefill) count("chunked prefill off");
         const auto policy = trace.engine.kv_load_failure_policy;
         count(policy ? fmt::format("kv_load_failure_policy={}", to_string(*policy)) : "kv_load_failure_policy unstated");
+        const auto async = trace.engine.async_scheduling;
+        count(async ? fmt::format("async_scheduling={}", *async ? "on" : "off") : "async_scheduling unstated");
         const bool recompute = policy.value_or(variant.load_failure_policy_default) == LoadFailurePolicy::recompute;
         const RunResult r = run_trace(trace, variant);
         REQUIRE_FALSE(r.internal_error);
@@ -52,7 +54,7 @@ TEST_CASE("generators reach every scenario", "[property][generators]") {
             if (e.category == EventCategory::meta && connector == "store" && action == "save") count("store save");
             if (e.category == EventCategory::meta && connector == "p2p" && action == "pull") count("p2p pull");
             if (e.category == EventCategory::send_done) count("p2p send finished");
-            if (e.category == EventCategory::hold) count("delayed free");
+            if (e.category == EventCategory::hold) count(e.has("fence") ? "deferred free fenced" : "delayed free");
             if (e.category == EventCategory::finish) count("finished");
         }
         count(r.verdict == Verdict::pass ? "verdict pass" : "verdict not pass");
@@ -69,11 +71,11 @@ TEST_CASE("generators reach every scenario", "[property][generators]") {
         "pressure 0", "pressure 3", "prefix caching off", "chunked prefill off",
         "preemption", "local and external hits overlap", "async load", "sync store load", "failed load recomputed",
         "failed load FINISHED_ERROR", "kv_load_failure_policy unstated", "kv_load_failure_policy=recompute",
-        "kv_load_failure_policy=fail",
+        "kv_load_failure_policy=fail", "async_scheduling unstated", "async_scheduling=off", "async_scheduling=on",
         "abort from WAITING", "abort from WAITING_FOR_REMOTE_KVS", "abort from RUNNING", "abort from PREEMPTED",
         "abort of a finished request", "abort of a freed request",
         "fault store_delay", "fault store_fail", "fault load_fail", "fault lookup_pending", "lookup pending",
-        "store save", "p2p pull", "p2p send finished", "delayed free", "finished", "verdict pass",
+        "store save", "p2p pull", "p2p send finished", "delayed free", "deferred free fenced", "finished", "verdict pass",
     };
     for (const std::string& what : required) {
         INFO("never reached: " << what);

@@ -4,6 +4,7 @@
 
 #include "sim/common/stable_hash.h"
 #include "sim/core/sched/async_scheduler.h"
+#include "sim/trace/scheduling_mode.h"
 
 namespace kvsim {
 
@@ -33,8 +34,7 @@ Engine::Engine(const Trace& trace, const Variant& variant)
     context.log = &log_;
     context.scripted = &scripted_;
     connectors_ = make_connector_stack(context);
-    async_scheduling_ = trace.engine.async_scheduling.value_or(variant_.async_scheduling_default ==
-                                                                AsyncSchedulingDefault::on);
+    async_scheduling_ = resolved_async_scheduling(trace.engine, variant_);
     SchedulerOptions options;
     options.max_concurrent_batches = async_scheduling_ ? static_cast<int>(kBatchQueueSize) : 1;
     for (const ConnectorSpec& spec : trace.connectors)

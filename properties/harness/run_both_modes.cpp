@@ -1,0 +1,32 @@
+#include "properties/harness/run_both_modes.h"
+
+#include <algorithm>
+
+#include "properties/harness/exit_codes.h"
+
+namespace kvsim {
+
+std::string_view mode_name(bool async_scheduling) { return async_scheduling ? "on" : "off"; }
+
+std::vector<ModeRun> run_both_modes(const Trace& trace, const Variant& variant, const RunOptions& options) {
+    std::vector<ModeRun> runs;
+    for (const bool async : {false, true}) {
+        ModeRun run{.async_scheduling = async, .trace = trace, .result = {}};
+        run.trace.engine.async_scheduling = async;
+        run.result = run_trace(run.trace, variant, options);
+        runs.push_back(std::move(run));
+    }
+    return runs;
+}
+
+int exit_code_of(const RunResult& result) {
+    return result.internal_error ? exit_code::kInternalError : exit_code::of(result.verdict);
+}
+
+int worst_exit_code(const std::vector<ModeRun>& runs) {
+    int worst = exit_code::kPass;
+    for (const ModeRun& run : runs) worst = std::max(worst, exit_code_of(run.result));
+    return worst;
+}
+
+}  // namespace kvsim
