@@ -203,39 +203,55 @@ bool add_fault(Trace& t, Prng& rng) {
     return add_fault_of(t, rng, kinds[static_cast<std::size_t>(rng.below(kinds.size()))]);
 }
 
+// A value of `values` other than `current`, drawn evenly.
+int choose_other(Prng& rng, std::initializer_list<int> values, int current) {
+    std::vector<int> others;
+    for (const int v : values)
+        if (v != current) others.push_back(v);
+    return others[static_cast<std::size_t>(rng.below(others.size()))];
+}
+
+// Another rank than the fault's own; false with one rank.
+bool move_fault_rank(FaultEvent& f, const Trace& t, Prng& rng) {
+    if (t.workers.ranks < 2) return false;
+    f.rank = (f.rank + between(rng, 1, t.workers.ranks - 1)) % t.workers.ranks;
+    return true;
+}
+
+// Changes one parameter of the fault (its rank, delay or request) to a different value; false when it has
+// no other value to take.
+bool change_fault_parameter(FaultEvent& f, const Trace& t, Prng& rng, bool prefer_rank) {
+    const bool has_rank = f.kind == FaultKind::store_delay || f.kind == FaultKind::store_fail;
+    if (prefer_rank && has_rank && move_fault_rank(f, t, rng)) return true;
+    if (f.kind == FaultKind::store_delay || f.kind == FaultKind::lookup_pending) {
+        f.steps = choose_other(rng, {1, 2, 3, 5, 8, 12}, f.steps);
+        return true;
+    }
+    if (f.kind == FaultKind::load_fail) {  // another request
+        std::vector<std::string> others;
+        for (const std::size_t i : indices_of(t, is_arrive))
+            if (const auto& id = std::get<ArriveEvent>(t.events[i].body).request_id; id != f.request_id)
+                others.push_back(id);
+        if (others.empty()) return false;
+        f.request_id = others[static_cast<std::size_t>(rng.below(others.size()))];
+        return true;
+    }
+    return move_fault_rank(f, t, rng);
+}
+
 bool change_fault(Trace& t, Prng& rng) {
     const auto faults = indices_of(t, is_fault);
     if (faults.empty()) return false;
     const std::size_t i = pick(rng, faults);
     FaultEvent& f = std::get<FaultEvent>(t.events[i].body);
-    switch (rng.below(3)) {
-        case 0: {  // another kind: replace the event
-            const auto kinds = allowed_faults(t);
-            if (kinds.empty()) return false;
-            const FaultKind kind = kinds[static_cast<std::size_t>(rng.below(kinds.size()))];
-            t.events.erase(t.events.begin() + static_cast<std::ptrdiff_t>(i));
-            return add_fault_of(t, rng, kind);
-        }
-        case 1:
-            if (f.kind == FaultKind::store_delay || f.kind == FaultKind::store_fail) {
-                f.rank = between(rng, 0, t.workers.ranks);  // == ranks is repaired to 0
-                return true;
-            }
-            [[fallthrough]];
-        default:
-            if (f.kind == FaultKind::store_delay || f.kind == FaultKind::lookup_pending) {
-                f.steps = choose_from(rng, {1, 2, 3, 5, 8, 12});
-                return true;
-            }
-            if (f.kind == FaultKind::load_fail) {  // another request
-                const auto arrives = indices_of(t, is_arrive);
-                if (arrives.empty()) return false;
-                f.request_id = std::get<ArriveEvent>(t.events[pick(rng, arrives)].body).request_id;
-                return true;
-            }
-            f.rank = between(rng, 0, t.workers.ranks - 1);
-            return true;
-    }
+    const auto choice = rng.below(3);
+    if (choice != 0) return change_fault_parameter(f, t, rng, choice == 1);
+    // another kind: replace the event
+    const auto kinds = allowed_faults(t);
+    if (kinds.empty()) return false;
+    const FaultKind kind = kinds[static_cast<std::size_t>(rng.below(kinds.size()))];
+    t.events.erase(t.events.begin() + static_cast<std::ptrdiff_t>(i));
+    return add_fault_of(t, rng, kind);
 }
 
 ArriveEvent* random_arrive(Trace& t, Prng& rng) {
