@@ -51,6 +51,7 @@ const std::map<std::string, std::string>& trace_of_patch() {
         {"defer_save_over_sync_load", "failed_sync_load_shared_prefix_saved"},
         {"discard_inflight_on_failed_load+pr57841", "failed_load_self_reservation_with_pending_head"},
         {"rollback_placeholders_on_failed_load", "failed_load_keeps_async_placeholders"},
+        {"defer_free_for_loading_producer", "inflight_write_producer_store_load"},
     };
     return table;
 }
@@ -58,8 +59,7 @@ const std::map<std::string, std::string>& trace_of_patch() {
 // Finding traces that have no fix patch yet (they expect their failure on every variant they name),
 // and second witnesses of a finding whose patch has its own trace above.
 const std::vector<std::string>& unfixed_findings() {
-    static const std::vector<std::string> names = {"async_inflight_save_over_failed_sync_load",
-                                                   "inflight_write_producer_store_load"};
+    static const std::vector<std::string> names = {"async_inflight_save_over_failed_sync_load"};
     return names;
 }
 const std::vector<std::string>& second_witnesses() {

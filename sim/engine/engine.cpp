@@ -37,8 +37,11 @@ Engine::Engine(const Trace& trace, const Variant& variant)
     async_scheduling_ = resolved_async_scheduling(trace.engine, variant_);
     SchedulerOptions options;
     options.max_concurrent_batches = async_scheduling_ ? static_cast<int>(kBatchQueueSize) : 1;
-    for (const ConnectorSpec& spec : trace.connectors)
+    for (const ConnectorSpec& spec : trace.connectors) {
         options.kv_consumer = options.kv_consumer || spec.role != KvRole::kv_producer;
+        options.kv_loader = options.kv_loader || spec.role != KvRole::kv_producer ||
+                            (spec.kind == "store" && spec.enable_lookup);
+    }
     // SchedulerConfig.get_scheduler_cls @ 1f8758d584e8f599219d75adf658e182ed809a43
     if (async_scheduling_)
         scheduler_ = std::make_unique<AsyncScheduler>(trace.engine, variant_, connectors_.scheduler.get(), log_, options);

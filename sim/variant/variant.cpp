@@ -69,6 +69,8 @@ const std::vector<FlagRow>& flag_rows() {
         flag_row<&Variant::async_scheduling_default>("async_scheduling_default",
                                                      {{"off", ""}, {"on", "#27614, VllmConfig.__post_init__"}}),
         flag_row<&Variant::deferred_block_free>("deferred_block_free", {{"immediate", ""}, {"fenced", "#45357"}}),
+        flag_row<&Variant::deferred_free_scope>("deferred_free_scope",
+                                                {{"kv_consumer", ""}, {"any_loader", "kvsim fix"}}),
         flag_row<&Variant::fenced_victim>("fenced_victim", {{"preempted", ""}, {"stops_retry", "#49675"}}),
         flag_row<&Variant::async_load_accounting>("async_load_accounting",
                                                   {{"uncounted", ""}, {"counted", "#42568, open"}}),
@@ -138,7 +140,7 @@ const std::vector<FlagSetting>& finding_fixes() {
         {"failed_load_inflight", "discarded"},  {"async_load_behind_blockless", "deferred"},
         {"pinned_victim", "stops_retry"},       {"store_tracker_rewind", "on"},
         {"blockless_failed_load", "requeued_waiting"}, {"save_over_loading_block", "deferred"},
-        {"failed_load_placeholders", "rolled_back"},
+        {"failed_load_placeholders", "rolled_back"}, {"deferred_free_scope", "any_loader"},
     };
     return table;
 }
@@ -194,6 +196,10 @@ const std::vector<Patch>& patches() {
                   .description = "fix proposed for issue #45138 (#45146, #45430): a request rewound by a failed "
                   "sync load drops its output placeholders and discards the outputs of later steps in flight"},
          .settings = {{.flag = "failed_load_placeholders", .value = "rolled_back"}}},
+        {.info = {.name = "defer_free_for_loading_producer",
+                  .description = "kvsim fix: #45357's fenced frees also for a kv_producer stack whose store "
+                  "connector looks prompts up and loads them"},
+         .settings = {{.flag = "deferred_free_scope", .value = "any_loader"}}},
         {.info = {.name = "pre45357",
                   .description = "upstream before #45357: a freed request's blocks return to the pool while a "
                   "later step in flight may still write them"},

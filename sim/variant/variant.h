@@ -91,6 +91,10 @@ enum class AsyncSchedulingDefault { off, on };
 // Scheduler._free_request_blocks: a freed or preempted request's blocks return to the pool at once, or,
 // with more than one batch in flight and a KV consumer, once the fence step's output is processed (#45357).
 enum class DeferredBlockFree { immediate, fenced };
+// Which connector stacks get #45357's fenced frees: those with a KV consumer (kv_consumer or kv_both), as
+// upstream keys it on KVTransferConfig.is_kv_consumer, or also a kv_producer stack whose MooncakeStoreConnector
+// looks prompts up and loads them (kvsim fix for the finding inflight_write_producer_store_load).
+enum class DeferredFreeScope { kv_consumer, any_loader };
 // Running phase: a victim whose block free is fenced is preempted anyway (the retry gains nothing), or
 // stops the allocation retry (#49675, issue #49674).
 enum class FencedVictim { preempted, stops_retry };
@@ -123,6 +127,7 @@ struct Variant {
     FailedLoadPlaceholders failed_load_placeholders = FailedLoadPlaceholders::kept;
     AsyncSchedulingDefault async_scheduling_default = AsyncSchedulingDefault::on;
     DeferredBlockFree deferred_block_free = DeferredBlockFree::fenced;
+    DeferredFreeScope deferred_free_scope = DeferredFreeScope::kv_consumer;
     FencedVictim fenced_victim = FencedVictim::stops_retry;
     AsyncLoadAccounting async_load_accounting = AsyncLoadAccounting::uncounted;
     BlockedHead blocked_head = BlockedHead::stops_scan;

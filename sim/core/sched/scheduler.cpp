@@ -42,8 +42,10 @@ Scheduler::Scheduler(const EngineConfig& config, const Variant& variant, KVConne
                                   LoadFailurePolicy::recompute) {
     if (connector_ != nullptr) connector_->bind_gpu_block_pool(&kv_cache_manager_.block_pool());
     // Scheduler.__init__ after vllm-project/vllm#45357: defer only with overlapping batches and a KV consumer.
+    const bool fenced_stack =
+        variant_.deferred_free_scope == DeferredFreeScope::any_loader ? options.kv_loader : options.kv_consumer;
     defer_block_free_ = variant_.deferred_block_free == DeferredBlockFree::fenced &&
-                        options.max_concurrent_batches > 1 && connector_ != nullptr && options.kv_consumer;
+                        options.max_concurrent_batches > 1 && connector_ != nullptr && fenced_stack;
 }
 
 Request& Scheduler::request(const std::string& id) {

@@ -35,6 +35,7 @@ struct StatusTransition {
 struct SchedulerOptions {
     int max_concurrent_batches = 1;  // 2 under async scheduling
     bool kv_consumer = false;        // a connector of the stack loads KV (kv_consumer or kv_both)
+    bool kv_loader = false;          // kv_consumer, or a kv_producer store connector that looks prompts up
 };
 
 // A request's blocks held back from the pool until the output of step `fence` is processed (#45357).
