@@ -7,6 +7,7 @@
 #include "cli/trace_and_variant.h"
 #include "properties/harness/causal_slice.h"
 #include "properties/harness/exit_codes.h"
+#include "properties/harness/run_both_modes.h"
 
 namespace kvsim::cli {
 
@@ -23,7 +24,7 @@ int run_explain(const ExplainOptions& options) {
     const RunResult result = run_trace(loaded->trace, loaded->variant);
     std::cout << explain_run(loaded->trace, result, options.trace_path, loaded->variant_name, options.max_events);
     if (result.findings.empty()) return exit_code::kPass;
-    return result.internal_error ? exit_code::kInternalError : exit_code::of(result.verdict);
+    return exit_code_of(result);
 }
 
 Command add_explain_command(CLI::App& app) {
