@@ -9,6 +9,7 @@
 #include "properties/findings/classify.h"
 #include "sim/trace/scheduling_mode.h"
 #include "sim/trace/input_error.h"
+#include "sim/common/on_off.h"
 #include "sim/trace/trace_parser.h"
 #include "sim/trace/trace_printer.h"
 
@@ -60,7 +61,7 @@ bool report_failure(const ExploreSeed& seed, const ExploreConfig& config, Explor
 }
 
 void tally_mode(const ExploreSeed& seed, const ExploreConfig& config, ExploreSummary& summary) {
-    ModeTally& tally = summary.by_mode[resolved_async_scheduling(seed.swarm_case.trace.engine, config.variant) ? "on" : "off"];
+    ModeTally& tally = summary.by_mode[std::string(on_off(resolved_async_scheduling(seed.swarm_case.trace.engine, config.variant)))];
     ++tally.runs;
     if (seed.passed()) ++tally.passed;
     else if (seed.known != nullptr) ++tally.known;
@@ -105,7 +106,7 @@ std::string failure_line(const ExploreSeed& seed) {
     return fmt::format("seed={} {} verdict={} signature={} steps={} async_scheduling={} -- {} | repro: {}", seed.seed,
                        seed.known != nullptr ? "known=" + seed.known->id : std::string("NEW"),
                        verdict_text(seed.result), seed.result.internal_error ? "internal-error" : seed.result.signature,
-                       seed.result.steps, mode ? (*mode ? "on" : "off") : "default", seed.result.message, seed.repro);
+                       seed.result.steps, mode ? on_off(*mode) : "default", seed.result.message, seed.repro);
 }
 
 ExploreSummary explore(const ExploreConfig& config, std::ostream& out, std::ostream& progress) {

@@ -6,6 +6,8 @@
 #include <array>
 #include <cstddef>
 
+#include "sim/common/on_off.h"
+
 namespace kvsim {
 namespace {
 
@@ -31,8 +33,6 @@ KvRole role_of(RoleChoice choice, KvRole drawn) {
 }
 
 constexpr std::array<KvRole, 3> kRoles = {KvRole::kv_consumer, KvRole::kv_both, KvRole::kv_producer};
-
-std::string_view on_off(bool b) { return b ? "on" : "off"; }
 
 struct PlannedRequest {
     std::string id;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "properties/findings/histories.h"
+#include "sim/common/on_off.h"
 #include "sim/trace/scheduling_mode.h"
 
 namespace kvsim {
@@ -47,7 +48,7 @@ std::string stack_of(const Trace& t) {
 }
 
 std::string setting(const ConnectorSpec& c, std::string_view key) {
-    const auto on_off = [](bool b) { return std::string(b ? "on" : "off"); };
+    const auto on_off = [](bool b) { return std::string(kvsim::on_off(b)); };
     if (key == "role") return std::string(to_string(c.role));
     if (key == "load_async") return on_off(c.load_async);
     if (key == "lookup_async") return on_off(c.lookup_async);
@@ -68,7 +69,7 @@ bool connector_has(const Condition& c, const Subject& s) {
 bool engine_has(const Condition& c, const Subject& s) {
     return std::all_of(c.fields.begin(), c.fields.end(), [&](const FieldMatch& m) {
         if (m.key == "async_scheduling")
-            return m.value == (resolved_async_scheduling(s.trace.engine, s.variant) ? "on" : "off");
+            return m.value == kvsim::on_off(resolved_async_scheduling(s.trace.engine, s.variant));
         const LoadFailurePolicy policy = s.trace.engine.kv_load_failure_policy.value_or(s.variant.load_failure_policy_default);
         return m.key == "kv_load_failure_policy" && m.value == to_string(policy);
     });

@@ -3,10 +3,11 @@
 #include <algorithm>
 
 #include "properties/harness/exit_codes.h"
+#include "sim/common/on_off.h"
 
 namespace kvsim {
 
-std::string_view mode_name(bool async_scheduling) { return async_scheduling ? "on" : "off"; }
+std::string_view mode_name(bool async_scheduling) { return on_off(async_scheduling); }
 
 std::vector<ModeRun> run_both_modes(const Trace& trace, const Variant& variant, const RunOptions& options) {
     std::vector<ModeRun> runs;

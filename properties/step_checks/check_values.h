@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/common/on_off.h"
 #include "sim/core/request.h"
 
 namespace kvsim {
@@ -24,6 +25,6 @@ inline std::string check_blocks(const std::vector<BlockId>& ids) {
     return ids.empty() ? "-" : fmt::format("{}", fmt::join(ids, ","));
 }
 
-inline std::string check_on_off(bool value) { return value ? "on" : "off"; }
+inline std::string check_on_off(bool value) { return std::string(on_off(value)); }
 
 }  // namespace kvsim
