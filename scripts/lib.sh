@@ -4,6 +4,7 @@
 # shellcheck shell=bash
 
 lib_script_name=$(basename "$0")
+kvsim_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # usage: prints the calling script's header comment (its lines 2.. up to the first line that is
 # not a comment, without the leading '# ') to stderr and exits 64 (EX_USAGE).
@@ -49,10 +50,12 @@ find_traces() {
 }
 
 # fuzz_trace_options: the libFuzzer flags of fuzz/kvsim_fuzz_trace.options that shape the search
-# (entropic, use_cmp, len_control, max_len), as "-key=value" words for a command line.
+# (entropic, use_cmp, len_control, max_len), as "-key=value" words for a command line. libFuzzer
+# reads a .options file only under ClusterFuzz: every local run (scripts/nightly, scripts/bench-fuzz)
+# takes these from here, so that one file holds them.
 fuzz_trace_options() {
   awk -F' *= *' '/^(entropic|use_cmp|len_control|max_len) *=/ { printf "-%s=%s ", $1, $2 }' \
-    fuzz/kvsim_fuzz_trace.options
+    "$kvsim_lib_dir/../fuzz/kvsim_fuzz_trace.options"
 }
 
 # print_tally LABEL PASSED FAILED: the summary line scripts/test collects, "LABEL: N passed, M failed".
