@@ -28,6 +28,27 @@ TEST_CASE("starts with every block in ascending order", "[free_block_queue][upst
     for (BlockId id = 0; id < 5; ++id) CHECK(q.contains(id));
     CHECK(FreeBlockQueue(1).to_vector() == Ids{0});
     CHECK(FreeBlockQueue(0).to_vector().empty());
+    CHECK(q.walk_length() == 5);
+    CHECK(FreeBlockQueue(0).walk_length() == 0);
+}
+
+TEST_CASE("a fresh queue's links behave as if each block had been appended in turn", "[free_block_queue]") {
+    FreeBlockQueue fresh(6);
+    FreeBlockQueue appended = queue_with(6, Ids{0, 1, 2, 3, 4, 5});
+    CHECK(fresh.popleft() == appended.popleft());
+    fresh.remove(5);
+    appended.remove(5);
+    fresh.remove(3);
+    appended.remove(3);
+    fresh.append(5);
+    appended.append(5);
+    fresh.prepend_n(Ids{3});
+    appended.prepend_n(Ids{3});
+    CHECK(fresh.to_vector() == Ids{3, 1, 2, 4, 5});
+    CHECK(fresh.to_vector() == appended.to_vector());
+    CHECK(fresh.walk_length() == fresh.size());
+    CHECK_FALSE(fresh.contains(0));
+    CHECK_THROWS_AS(fresh.remove(0), std::logic_error);
 }
 
 // tests/v1/core/test_kv_cache_utils.py test_free_kv_cache_block_queue_operations

@@ -2,17 +2,19 @@
 
 #include <fmt/format.h>
 
-#include <map>
-
 #include "sim/engine/engine.h"
 
 namespace kvsim {
 
 namespace {
 
-// Every block held by a block table or pinned by the connector, with its holder count.
-std::map<BlockId, int> block_holders(const Engine& engine, std::vector<Violation>& out) {
-    std::map<BlockId, int> holders;
+// The holder count of every block (indexed by id; a block table's id outside the pool is counted
+// nowhere, as the pool cannot judge it): block-table entries, connector pins, fenced frees.
+std::vector<int> block_holders(const Engine& engine, std::vector<Violation>& out) {
+    std::vector<int> holders(engine.scheduler().kv_cache_manager().block_pool().num_blocks(), 0);
+    const auto hold = [&](BlockId id) {
+        if (id < holders.size()) ++holders[id];
+    };
     for (const auto& [req_id, blocks] : engine.scheduler().kv_cache_manager().all_request_blocks()) {
         for (BlockId id : blocks) {
             if (id == kNullBlockId) {
@@ -22,13 +24,13 @@ std::map<BlockId, int> block_holders(const Engine& engine, std::vector<Violation
                                .detail = "a full-attention block table holds the null block"});
                 continue;
             }
-            ++holders[id];
+            hold(id);
         }
     }
     if (const KVConnectorScheduler* connector = engine.connector())
-        for (BlockId id : connector->pinned_blocks()) ++holders[id];
+        for (BlockId id : connector->pinned_blocks()) hold(id);
     for (const DeferredFree& held : engine.scheduler().deferred_frees())  // #45357's fenced frees
-        for (BlockId id : held.blocks) ++holders[id];
+        for (BlockId id : held.blocks) hold(id);
     return holders;
 }
 
@@ -51,10 +53,10 @@ void check_null_block(const BlockPool& pool, std::vector<Violation>& out) {
                        .detail = "the null block carries a hash"});
 }
 
-void check_ref_counts(const BlockPool& pool, const std::map<BlockId, int>& holders, std::vector<Violation>& out) {
+void check_ref_counts(const BlockPool& pool, const std::vector<int>& holders, std::vector<Violation>& out) {
     for (BlockId id = 1; id < pool.num_blocks(); ++id) {
         const KVCacheBlock& block = pool.block(id);
-        const int expected = holders.contains(id) ? holders.at(id) : 0;
+        const int expected = holders[id];
         if (block.ref_cnt < 0) {
             out.push_back({.invariant = "double_free",
                            .request = "",
@@ -95,14 +97,14 @@ void check_prefix_map(const BlockPool& pool, std::vector<Violation>& out) {
 
 void BlockPoolChecker::check(const Engine& engine, std::vector<Violation>& out) const {
     const BlockPool& pool = engine.scheduler().kv_cache_manager().block_pool();
-    const std::map<BlockId, int> holders = block_holders(engine, out);
+    const std::vector<int> holders = block_holders(engine, out);
 
-    const auto free_ids = pool.free_queue().to_vector();
-    if (free_ids.size() != pool.num_free_blocks())
+    const std::uint32_t walked = pool.free_queue().walk_length();
+    if (walked != pool.num_free_blocks())
         out.push_back({.invariant = "free_queue_size",
                        .request = "",
                        .blocks = {},
-                       .detail = fmt::format("free queue walks {} blocks but reports {}", free_ids.size(),
+                       .detail = fmt::format("free queue walks {} blocks but reports {}", walked,
                                              pool.num_free_blocks())});
     check_null_block(pool, out);
     check_ref_counts(pool, holders, out);

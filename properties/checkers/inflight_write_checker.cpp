@@ -21,7 +21,7 @@ void InflightWriteChecker::forward_completed(std::int64_t batch) {
     const KVCacheManager& kvm = scheduler_.kv_cache_manager();
     for (const ForwardWrite& write : in_flight_) {
         if (write.batch != batch) continue;
-        const std::vector<BlockId> table = kvm.get_block_ids(write.req_id);
+        const std::vector<BlockId>& table = kvm.get_block_ids(write.req_id);
         std::vector<BlockId> reused;
         for (std::size_t i = 0; i < write.blocks.size(); ++i) {
             const BlockId b = write.blocks[i];

@@ -42,7 +42,7 @@ void WorkerAccessChecker::save_emitted(const SaveJob& job) {
                         job.token_start, job.token_end)));
         return;
     }
-    const auto table = kvm.get_block_ids(job.req_id);
+    const auto& table = kvm.get_block_ids(job.req_id);
     auto& generations = emitted_generations_[key_of(job)];
     generations.clear();
     if (!job.block_ids.empty())
@@ -105,7 +105,7 @@ void WorkerAccessChecker::send_read(const std::string& req_id, const std::vector
                                .connector = "p2p"});
         return;
     }
-    const auto table = scheduler_.kv_cache_manager().get_block_ids(req_id);
+    const auto& table = scheduler_.kv_cache_manager().get_block_ids(req_id);
     const auto foreign = outside_table(table, blocks);
     if (!foreign.empty())
         violations_.push_back({.invariant = "read_foreign_block",

@@ -18,7 +18,13 @@ constexpr ModelCheck require{.component = "FreeBlockQueue"};
 // vllm/v1/core/kv_cache_utils.py FreeKVCacheBlockQueue.__init__ @ bbf906a88ba1a39104884c88c9811a4f968e4659
 FreeBlockQueue::FreeBlockQueue(std::uint32_t num_blocks) : links_(num_blocks) {
     require(num_blocks < kNone, "num_blocks {} collides with the end marker", num_blocks);
-    for (std::uint32_t id = 0; id < num_blocks; ++id) link_after(tail_, id);
+    for (std::uint32_t id = 0; id < num_blocks; ++id)  // 0 <-> 1 <-> ... <-> num_blocks-1
+        links_[id] = Link{.prev = id == 0 ? kNone : id - 1, .next = id + 1 == num_blocks ? kNone : id + 1, .in_queue = true};
+    if (num_blocks > 0) {
+        head_ = 0;
+        tail_ = num_blocks - 1;
+    }
+    size_ = num_blocks;
 }
 
 bool FreeBlockQueue::contains(BlockId id) const {
@@ -91,16 +97,29 @@ void FreeBlockQueue::prepend_n(const std::vector<BlockId>& ids) {
     }
 }
 
+template <class Visit>
+void FreeBlockQueue::walk(Visit&& visit) const {
+    std::uint32_t walked = 0;
+    for (std::uint32_t id = head_; id != kNone; id = links_[id].next) {
+        require(walked < size_, "the linked list is longer than size()");
+        visit(id);
+        ++walked;
+    }
+    require(walked == size_, "the linked list holds {} blocks but size() is {}", walked, size_);
+}
+
 // vllm/v1/core/kv_cache_utils.py FreeKVCacheBlockQueue.get_all_free_blocks @ bbf906a88ba1a39104884c88c9811a4f968e4659
 std::vector<BlockId> FreeBlockQueue::to_vector() const {
     std::vector<BlockId> out;
     out.reserve(size_);
-    for (std::uint32_t id = head_; id != kNone; id = links_[id].next) {
-        require(out.size() < size_, "the linked list is longer than size()");
-        out.push_back(id);
-    }
-    require(out.size() == size_, "the linked list holds {} blocks but size() is {}", out.size(), size_);
+    walk([&](BlockId id) { out.push_back(id); });
     return out;
+}
+
+std::uint32_t FreeBlockQueue::walk_length() const {
+    std::uint32_t n = 0;
+    walk([&](BlockId) { ++n; });
+    return n;
 }
 
 void FreeBlockQueue::link_after(std::uint32_t anchor, BlockId id) {

@@ -24,6 +24,9 @@ public:
     void prepend_n(const std::vector<BlockId>& ids);   // head, ids[0] ends up first
 
     std::vector<BlockId> to_vector() const;  // head to tail, for checkers and tests
+    // The number of blocks a walk from head to tail meets (checkers: no list to allocate); a model
+    // error when the walk and size() disagree, as to_vector.
+    std::uint32_t walk_length() const;
 
 private:
     static constexpr std::uint32_t kNone = UINT32_MAX;
@@ -33,6 +36,8 @@ private:
         bool in_queue = false;
     };
     void link_after(std::uint32_t anchor, BlockId id);  // anchor kNone = head
+    template <class Visit>
+    void walk(Visit&& visit) const;  // head to tail, checking the links against size_
     std::vector<Link> links_;
     std::uint32_t head_ = kNone;
     std::uint32_t tail_ = kNone;

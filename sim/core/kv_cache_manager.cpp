@@ -207,9 +207,10 @@ void KVCacheManager::cache_blocks(const Request& request, int num_computed_token
 }
 
 // vllm/v1/core/kv_cache_manager.py KVCacheManager.get_block_ids @ ace980e6de0540f49b0c63248437a1a7807590c1
-std::vector<BlockId> KVCacheManager::get_block_ids(const std::string& request_id) const {
+const std::vector<BlockId>& KVCacheManager::get_block_ids(const std::string& request_id) const {
+    static const std::vector<BlockId> kNone;
     const auto it = req_to_blocks_.find(request_id);
-    return it == req_to_blocks_.end() ? std::vector<BlockId>{} : it->second;
+    return it == req_to_blocks_.end() ? kNone : it->second;
 }
 
 bool KVCacheManager::has_blocks(const std::string& request_id) const { return req_to_blocks_.contains(request_id); }

@@ -61,8 +61,9 @@ public:
     // @ 003df2961dd8830c317a61f9745ccd557da9fa06 calls it: drops the blocks' hashes (BlockPool.evict_blocks).
     void evict_blocks(const std::vector<BlockId>& ids) { pool_.evict_blocks(ids); }
 
-    // KVCacheManager.get_block_ids @ ace980e6de0540f49b0c63248437a1a7807590c1 (one group).
-    std::vector<BlockId> get_block_ids(const std::string& request_id) const;
+    // KVCacheManager.get_block_ids @ ace980e6de0540f49b0c63248437a1a7807590c1 (one group). The table
+    // itself (empty for a request without blocks): valid until the request's blocks next change.
+    const std::vector<BlockId>& get_block_ids(const std::string& request_id) const;
     bool has_blocks(const std::string& request_id) const;
 
     // Every request id holding blocks, sorted (for checkers).

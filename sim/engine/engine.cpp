@@ -129,7 +129,7 @@ void Engine::add_scripted_reports(int step, KVConnectorOutput& kv) {
     const KVCacheManager& manager = scheduler_->kv_cache_manager();
     for (const ReportEvent* report : scripted_.at(step)) {
         const std::string& id = report->request_id;
-        const std::vector<BlockId> table = manager.get_block_ids(id);
+        const std::vector<BlockId>& table = manager.get_block_ids(id);
         std::vector<BlockId> invalid;
         switch (report->kind) {
             case ReportKind::finished_recving: kv.finished_recving.insert(id); break;
@@ -189,7 +189,7 @@ void Engine::report_forward_writes(const SchedulerOutput& output) {
         const auto* slot = scheduler_->requests().find(id);
         if (slot == nullptr || n <= 0) continue;
         const int end = (*slot)->num_computed_tokens;
-        const std::vector<BlockId> table = scheduler_->kv_cache_manager().get_block_ids(id);
+        const std::vector<BlockId>& table = scheduler_->kv_cache_manager().get_block_ids(id);
         std::vector<BlockId> written;
         for (int b = (end - n) / bs; b <= (end - 1) / bs && b < static_cast<int>(table.size()); ++b)
             if (table[static_cast<std::size_t>(b)] != kNullBlockId) written.push_back(table[static_cast<std::size_t>(b)]);
