@@ -58,14 +58,14 @@ void mutate(benchmark::State& state, int count) {
     per_input(state, texts.size());
 }
 
-// LLVMFuzzerTestOneInput's run of an input that is not replayed: every checker on, no text log.
+// LLVMFuzzerTestOneInput's run of an input that is not replayed: every checker on, no text log, no events.
 void run(benchmark::State& state, int count) {
     std::vector<Trace> traces;
     for (const std::string& text : fuzz_inputs(count)) traces.push_back(parse_trace(text, "<input>"));
     const Variant variant = require_variant("v0.30.0");
     for (auto _ : state)
         for (const Trace& trace : traces)
-            benchmark::DoNotOptimize(run_trace(trace, variant, RunOptions{.text_log = false}).steps);
+            benchmark::DoNotOptimize(run_trace(trace, variant, RunOptions{.text_log = false, .events = false}).steps);
     per_input(state, traces.size());
 }
 

@@ -90,7 +90,7 @@ ExploreSeed explore_seed(std::uint64_t seed, const ExploreConfig& config) {
     out.header = fmt::format("# {}\n# knobs: {}\n", out.repro, describe(out.swarm_case.config));
     try {
         validate_trace(out.swarm_case.trace, fmt::format("seed-{}", seed));
-        out.result = run_trace(out.swarm_case.trace, config.variant);
+        out.result = run_for_search(out.swarm_case.trace, config.variant);
         if (config.registry != nullptr)
             out.known = classify(*config.registry, out.swarm_case.trace, config.variant, out.result);
     } catch (const InputError& bad) {

@@ -109,7 +109,7 @@ bool gone_with(const Condition& c, const Subject& s) {
             return f != nullptr && fault_matches(*f, c, s);
         });
     }
-    const RunResult again = run_trace(trace, variant);
+    const RunResult again = run_trace(trace, variant, RunOptions{.text_log = false, .events = false});
     return !again.internal_error && again.signature != s.result.signature;
 }
 

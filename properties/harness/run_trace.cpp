@@ -123,6 +123,8 @@ std::optional<StepCheckEvaluator> attach_checks(const Trace& trace, const Varian
 RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions& options) {
     RunResult result;
     Engine engine(trace, variant);
+    if (!options.events && !options.text_log && !options.check_determinism && !options.record_timeline)
+        engine.log().mute();
     WorkerObservers access_checker(engine.scheduler());
     engine.set_observer(&access_checker);
     const auto checkers = make_core_checkers();
@@ -183,6 +185,15 @@ RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions&
 int sweep_period(const RunOptions& options, int num_blocks) {
     if (options.sweep_period > 0) return options.sweep_period;
     return std::max(1, num_blocks / kBlocksPerSweepStep);
+}
+
+RunResult run_for_search(const Trace& trace, const Variant& variant, RunOptions options) {
+    options.text_log = false;
+    options.events = false;
+    RunResult result = run_trace(trace, variant, options);
+    if ((result.verdict == Verdict::pass && !result.internal_error) || !result.events.empty()) return result;
+    options.events = true;
+    return run_trace(trace, variant, options);
 }
 
 RunResult run_trace(const Trace& trace, const Variant& variant, const RunOptions& options) {

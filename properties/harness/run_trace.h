@@ -40,6 +40,11 @@ struct RunOptions {
     // false: RunResult::log stays empty and digest 0 (nobody formats the text; `events` are kept),
     // unless check_determinism needs them.
     bool text_log = true;
+    // false (with text_log, check_determinism and record_timeline off): the event log is muted and
+    // RunResult::events stays empty; verdict, signature, message, findings and crash are the same.
+    // For runs nobody reads the events of (a fuzz input that passes); a caller that needs the events
+    // of a failing run runs it again with them.
+    bool events = true;
     // Checkers that judge only what a step touched (Checker::check_step) also sweep everything
     // every `sweep_period` steps and after the last step. 0: by pool size (1 up to
     // kBlocksPerSweepStep blocks, so small pools are swept every step).
@@ -54,5 +59,10 @@ inline constexpr int kBlocksPerSweepStep = 1024;
 int sweep_period(const RunOptions& options, int num_blocks);
 
 RunResult run_trace(const Trace& trace, const Variant& variant, const RunOptions& options = {});
+
+// A search's run (kvsim explore, the fuzz target, the classifier's counterfactuals): `options` with
+// no text log and no events; a run that fails is run again with its events, which the registry's
+// classifier reads. The verdict is the same either way; only a failing run keeps its events.
+RunResult run_for_search(const Trace& trace, const Variant& variant, RunOptions options = {});
 
 }  // namespace kvsim

@@ -7,6 +7,8 @@
 namespace kvsim {
 namespace {
 
+constexpr std::size_t kFieldsReserved = 6;  // most events carry at most this many fields
+
 constexpr std::array<std::pair<EventCategory, std::string_view>, 26> kCategoryNames = {{
     {EventCategory::arrive, "arrive"},       {EventCategory::alloc, "alloc"},
     {EventCategory::preempt, "preempt"},     {EventCategory::promote, "promote"},
@@ -134,13 +136,16 @@ std::string render_line(const LogEvent& event) {
     return fmt::format("{:>5} {:<9} {}\n", event.step, to_string(event.category), render_text(event));
 }
 
-EventBuilder::EventBuilder(EventLog* log, EventCategory category, std::string format) : log_(log) {
+EventBuilder::EventBuilder(EventLog* log, EventCategory category, std::string_view format)
+    : log_(log), discard_(log != nullptr && log->muted()) {
+    if (discard_) return;
     event_.category = category;
-    event_.format = std::move(format);
+    event_.format = format;
+    event_.fields.reserve(kFieldsReserved);
 }
 
 EventBuilder::~EventBuilder() {
-    if (log_ != nullptr) log_->append(std::move(event_));
+    if (log_ != nullptr && !discard_) log_->append(std::move(event_));
 }
 
 EventBuilder& EventBuilder::add(std::string_view key, FieldKind kind, FieldValue value) {
@@ -149,6 +154,7 @@ EventBuilder& EventBuilder::add(std::string_view key, FieldKind kind, FieldValue
 }
 
 void EventLog::append(LogEvent event) {
+    if (muted_) return;
     event.step = step_;
     events_.push_back(std::move(event));
 }

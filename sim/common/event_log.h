@@ -92,52 +92,68 @@ class EventLog;
 // Builds one event and appends it to the log when it goes out of scope (end of the statement).
 class EventBuilder {
 public:
-    EventBuilder(EventLog* log, EventCategory category, std::string format);
-    EventBuilder(EventBuilder&& other) noexcept : log_(std::exchange(other.log_, nullptr)), event_(std::move(other.event_)) {}
+    EventBuilder(EventLog* log, EventCategory category, std::string_view format);
+    EventBuilder(EventBuilder&& other) noexcept
+        : log_(std::exchange(other.log_, nullptr)), discard_(other.discard_), event_(std::move(other.event_)) {}
     EventBuilder(const EventBuilder&) = delete;
     EventBuilder& operator=(const EventBuilder&) = delete;
     ~EventBuilder();
 
-    EventBuilder& request(std::string id) { return add("request", FieldKind::request, std::move(id)); }
-    EventBuilder& integer(std::string_view key, std::int64_t v) { return add(key, FieldKind::integer, v); }
-    EventBuilder& flag(std::string_view key, bool v) { return add(key, FieldKind::flag, std::int64_t{v}); }
-    EventBuilder& text(std::string_view key, std::string v) { return add(key, FieldKind::text, std::move(v)); }
-    EventBuilder& status(std::string_view key, std::string_view v) {
-        return add(key, FieldKind::status, std::string(v));
+    // Each adds a field; on a muted log's event none builds its value.
+    EventBuilder& request(std::string id) { return discarded() ? *this : add("request", FieldKind::request, std::move(id)); }
+    EventBuilder& integer(std::string_view key, std::int64_t v) {
+        return discarded() ? *this : add(key, FieldKind::integer, v);
     }
-    EventBuilder& blocks(std::string_view key, const auto& ids) { return add(key, FieldKind::blocks, to_id_list(ids)); }
+    EventBuilder& flag(std::string_view key, bool v) {
+        return discarded() ? *this : add(key, FieldKind::flag, std::int64_t{v});
+    }
+    EventBuilder& text(std::string_view key, std::string v) {
+        return discarded() ? *this : add(key, FieldKind::text, std::move(v));
+    }
+    EventBuilder& status(std::string_view key, std::string_view v) {
+        return discarded() ? *this : add(key, FieldKind::status, std::string(v));
+    }
+    EventBuilder& blocks(std::string_view key, const auto& ids) {
+        return discarded() ? *this : add(key, FieldKind::blocks, to_id_list(ids));
+    }
     EventBuilder& block_groups(std::string_view key, const auto& groups) {
-        return add(key, FieldKind::block_groups, to_group_list(groups));
+        return discarded() ? *this : add(key, FieldKind::block_groups, to_group_list(groups));
     }
     EventBuilder& requests(std::string_view key, const auto& ids) {
-        return add(key, FieldKind::requests, NameList(ids.begin(), ids.end()));
+        return discarded() ? *this : add(key, FieldKind::requests, NameList(ids.begin(), ids.end()));
     }
     EventBuilder& request_counts(std::string_view key, CountList counts) {
-        return add(key, FieldKind::request_counts, std::move(counts));
+        return discarded() ? *this : add(key, FieldKind::request_counts, std::move(counts));
     }
 
     // The event, for callers that collect events instead of logging them (connector metadata).
     LogEvent take() { return std::move(event_); }
 
 private:
+    bool discarded() const { return discard_; }
     EventBuilder& add(std::string_view key, FieldKind kind, FieldValue value);
     EventLog* log_;
+    bool discard_ = false;  // the event of a muted log: nothing is built or appended
     LogEvent event_;
 };
 
 // An event not bound to a log: build it, then take() it.
-inline EventBuilder make_event(EventCategory category, std::string format) {
-    return EventBuilder(nullptr, category, std::move(format));
+inline EventBuilder make_event(EventCategory category, std::string_view format) {
+    return EventBuilder(nullptr, category, format);
 }
 
 class EventLog {
 public:
+    // A muted log keeps no events (a run nobody reads the events of: RunOptions::events off); the
+    // model never reads its own log, so muting changes nothing else.
+    void mute() { muted_ = true; }
+    bool muted() const { return muted_; }
     void set_step(int step) { step_ = step; }
     int step() const { return step_; }
 
     // log.event(EventCategory::alloc, "{request} +{blocks}").request(id).blocks("blocks", ids);
-    EventBuilder event(EventCategory category, std::string format) {
-        return EventBuilder(this, category, std::move(format));
+    EventBuilder event(EventCategory category, std::string_view format) {
+        return EventBuilder(this, category, format);
     }
     // Appends a finished event at the current step.
     void append(LogEvent event);
@@ -160,6 +176,7 @@ private:
     mutable std::uint64_t digest_ = kDigestSeed;
     mutable std::size_t rendered_ = 0;  // events_[0, rendered_) are in text_ and digest_
     int step_ = 0;
+    bool muted_ = false;
 };
 
 // "[1,2,3]" — the one way block lists appear in the log.

@@ -1,0 +1,89 @@
+// RunOptions::events off and run_for_search (properties/harness/run_trace.h) against the full run,
+// over every corpus trace under every clean and broken preset: the same verdict, signature, message,
+// steps, findings and crash; no events when muted; a failing search run keeps its events.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "properties/harness/run_trace.h"
+#include "sim/trace/trace_parser.h"
+#include "sim/variant/variant.h"
+
+namespace kvsim {
+namespace {
+
+struct CorpusTrace {
+    std::string path;
+    Trace trace;
+};
+
+std::vector<CorpusTrace> corpus_traces() {
+    std::vector<std::string> paths;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(KVSIM_SOURCE_DIR) + "/corpus"))
+        if (e.path().extension() == ".trace") paths.push_back(e.path().string());
+    std::sort(paths.begin(), paths.end());
+    std::vector<CorpusTrace> traces;
+    for (const std::string& path : paths) traces.push_back({path, parse_trace_file(path)});
+    return traces;
+}
+
+std::vector<std::string> finding_lines(const RunResult& r) {
+    std::vector<std::string> out;
+    for (const Finding& f : r.findings) out.push_back(f.signature() + " | " + f.message());
+    return out;
+}
+
+void require_same_outcome(const RunResult& full, const RunResult& lean) {
+    CHECK(lean.verdict == full.verdict);
+    CHECK(lean.internal_error == full.internal_error);
+    CHECK(lean.signature == full.signature);
+    CHECK(lean.message == full.message);
+    CHECK(lean.steps == full.steps);
+    CHECK(lean.lifecycle_edges == full.lifecycle_edges);
+    CHECK(finding_lines(lean) == finding_lines(full));
+    CHECK(lean.crash.has_value() == full.crash.has_value());
+}
+
+}  // namespace
+
+TEST_CASE("a muted run decides as the full run does, and a failing search run keeps its events", "[run][events]") {
+    const std::vector<CorpusTrace> traces = corpus_traces();
+    REQUIRE(traces.size() > 40);
+    int failing = 0;
+    for (const char* name : {"v0.27.1", "v0.29.0", "v0.30.0", "v0.30.0+all_fixes"}) {
+        const Variant variant = require_variant(name);
+        for (const auto& [path, trace] : traces) {
+            INFO(path << " under " << name);
+            const RunResult full = run_trace(trace, variant, RunOptions{.text_log = false});
+            const RunResult muted = run_trace(trace, variant, RunOptions{.text_log = false, .events = false});
+            require_same_outcome(full, muted);
+            CHECK(muted.events.empty());
+            CHECK_FALSE(full.events.empty());
+            const RunResult search = run_for_search(trace, variant);
+            require_same_outcome(full, search);
+            const bool failed = full.verdict != Verdict::pass || full.internal_error;
+            failing += failed ? 1 : 0;
+            CHECK(search.events.size() == (failed ? full.events.size() : 0));
+        }
+    }
+    CHECK(failing > 20);  // the corpus's findings and broken presets: both branches are exercised
+}
+
+TEST_CASE("events off is ignored when the text log, the determinism replay or the timeline needs them", "[run][events]") {
+    const Trace trace = parse_trace_file(std::string(KVSIM_SOURCE_DIR) + "/corpus/examples/01_single_request.trace");
+    const Variant variant = require_variant("v0.30.0");
+    const RunResult with_text = run_trace(trace, variant, RunOptions{.text_log = true, .events = false});
+    CHECK_FALSE(with_text.events.empty());
+    CHECK_FALSE(with_text.log.empty());
+    const RunResult replayed = run_trace(trace, variant, RunOptions{.check_determinism = true, .text_log = false, .events = false});
+    CHECK(replayed.verdict == Verdict::pass);
+    CHECK(replayed.digest == with_text.digest);
+    const RunResult timeline = run_trace(trace, variant, RunOptions{.record_timeline = true, .text_log = false, .events = false});
+    CHECK(timeline.timeline.has_value());
+    CHECK_FALSE(timeline.events.empty());
+}
+
+}  // namespace kvsim
