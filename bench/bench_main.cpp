@@ -75,6 +75,17 @@ void pool(benchmark::State& state, int requests, int decode) {
     state.counters["steps"] = steps;
 }
 
+// A run of pool_setup_trace: what a pool of BLOCKS costs a run before its first step.
+void pool_setup(benchmark::State& state, int requests, int decode) {
+    const int blocks = static_cast<int>(state.range(0));
+    const Trace trace = parse_trace(pool_setup_trace(blocks, requests, decode), "<pool_setup>");
+    const Variant variant = require_variant(trace.run.variant);
+    int steps = 0;
+    if (!run_each_iteration(state, trace, variant, steps)) return;
+    state.counters["s_per_run"] = benchmark::Counter(static_cast<double>(state.iterations()),
+                                                     benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 // `kvsim explore --variant v0.30.0` in process: generated traces per second, failing ones included.
 void explore_traces(benchmark::State& state, int seeds) {
     ExploreConfig config;
@@ -100,6 +111,9 @@ void register_all(const Sizes& sizes) {
     auto* p = benchmark::RegisterBenchmark("pool", pool, sizes.pool_requests, sizes.pool_decode);
     for (int b : sizes.pool_blocks) p->Arg(b);
     shape(p);
+    auto* setup = benchmark::RegisterBenchmark("pool_setup", pool_setup, sizes.pool_requests, sizes.pool_decode);
+    for (int b : sizes.pool_blocks) setup->Arg(b);
+    shape(setup);
     register_fuzz_input(sizes.fuzz_inputs, sizes.one_iteration);
 }
 

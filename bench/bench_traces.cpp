@@ -44,4 +44,8 @@ std::string pool_trace(int num_blocks, int requests, int decode_tokens) {
            request_lines(requests, decode_tokens, 1);
 }
 
+std::string pool_setup_trace(int num_blocks, int requests, int decode_tokens) {
+    return header(num_blocks, requests, requests * kPromptLen, 10 * (requests + decode_tokens) + 100);
+}
+
 }  // namespace kvsim::bench

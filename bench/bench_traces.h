@@ -15,5 +15,7 @@ long long concurrency_request_steps(int running, int decode_tokens);
 // `decode_tokens` tokens, so about decode_tokens run at once; `num_blocks` (>= 1,024) only
 // changes how many blocks sit idle.
 std::string pool_trace(int num_blocks, int requests, int decode_tokens);
+// pool_trace's engine without requests: a run of it is the pool's setup (engine, checkers) alone.
+std::string pool_setup_trace(int num_blocks, int requests, int decode_tokens);
 
 }  // namespace kvsim::bench

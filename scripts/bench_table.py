@@ -60,6 +60,17 @@ def main():
     if len(pools) > 1:
         ratio = counter(f"pool/{pools[-1]}", "s_per_step") / counter(f"pool/{pools[0]}", "s_per_step")
         table.append((f"ratio: time per step, {pools[-1]:,} / {pools[0]:,} blocks", ratio, "x", "goal <= 1.5"))
+    stepping = {}  # blocks -> time per step once the pool is built: (run - setup) / steps
+    for b in pools:
+        setup = counter(f"pool_setup/{b}", "s_per_run")
+        table.append((f"setup per run (engine and checkers, before step 0), {b:,} blocks", setup, "s", ""))
+        if setup is not None:
+            steps = counter(f"pool/{b}", "steps")
+            stepping[b] = (counter(f"pool/{b}", "s_per_step") * steps - setup) / steps
+            table.append((f"time per step after setup, {b:,} blocks", stepping[b], "s", ""))
+    if len(stepping) > 1:
+        lo, hi = min(stepping), max(stepping)
+        table.append((f"ratio: time per step after setup, {hi:,} / {lo:,} blocks", stepping[hi] / stepping[lo], "x", ""))
     per_input = {k: counter(f"fuzz_input_{k}", "s_per_input") for k in ("parse", "print", "mutate", "run")}
     if any(v is not None for v in per_input.values()):
         table.append(("fuzz input: parse", per_input["parse"], "s", ""))
