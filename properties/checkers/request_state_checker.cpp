@@ -77,9 +77,17 @@ void check_queues(const Engine& engine, std::vector<Violation>& out) {
     }
 }
 
+// A block in two tables or more is a prefix-cache block while a live request holds it. Upstream's
+// kv_load_failure_policy=fail drops the hashes of a failed sync load's blocks while other requests
+// still hold them (BlockPool.evict_blocks: blocks with ref_cnt > 0 are only evicted from the hash
+// table) and finishes every request whose computed range holds one (Scheduler._handle_invalid_blocks);
+// one finished in WAITING_FOR_REMOTE_KVS keeps its table until its receive ends (finish_requests:
+// delay_free_blocks), so the block stays in the tables of finished requests only, unhashed
+// (vllm/v1/core/sched/scheduler.py @ 003df2961dd8830c317a61f9745ccd557da9fa06). A live holder of
+// such a block is a request the failure handling missed.
 void report_shared_unhashed(const BlockPool& pool, BlockId block, const std::string& first_owner, std::size_t owners,
-                            std::vector<Violation>& out) {
-    if (owners > 1 && block != kNullBlockId && !pool.block(block).hash)
+                            std::size_t live_owners, std::vector<Violation>& out) {
+    if (owners > 1 && live_owners > 0 && block != kNullBlockId && !pool.block(block).hash)
         out.push_back({.invariant = "block_shared_unhashed",
                       .request = first_owner,
                       .blocks = {block},
@@ -104,10 +112,13 @@ void RequestStateChecker::check(const Engine& engine, std::vector<Violation>& ou
     const Scheduler& sched = engine.scheduler();
     const BlockPool& pool = sched.kv_cache_manager().block_pool();
     std::map<BlockId, std::vector<std::string>> owners;
+    std::map<BlockId, std::size_t> live_owners;
     for (const auto& [id, blocks] : sched.kv_cache_manager().all_request_blocks()) {
         if (report_dead_table(sched, id, blocks, out)) continue;
+        const bool live = !is_finished((*sched.requests().find(id))->status);
         for (BlockId b : blocks) {
             owners[b].push_back(id);
+            if (live) ++live_owners[b];
             if (pool.free_queue().contains(b))
                 out.push_back({.invariant = "live_block_in_free_queue",
                               .request = id,
@@ -115,7 +126,10 @@ void RequestStateChecker::check(const Engine& engine, std::vector<Violation>& ou
                               .detail = fmt::format("block {} is held and free at once", b)});
         }
     }
-    for (const auto& [block, ids] : owners) report_shared_unhashed(pool, block, ids.front(), ids.size(), out);
+    for (const auto& [block, ids] : owners) {
+        const auto live = live_owners.find(block);
+        report_shared_unhashed(pool, block, ids.front(), ids.size(), live == live_owners.end() ? 0 : live->second, out);
+    }
 }
 
 void RequestStateChecker::check_step(const Engine& engine, std::vector<Violation>& out, bool /*full_sweep*/) {
@@ -124,15 +138,18 @@ void RequestStateChecker::check_step(const Engine& engine, std::vector<Violation
     const BlockPool& pool = sched.kv_cache_manager().block_pool();
     if (owner_count_.size() != pool.num_blocks()) {
         owner_count_.assign(pool.num_blocks(), 0);
+        live_owner_count_.assign(pool.num_blocks(), 0);
         first_owner_.assign(pool.num_blocks(), nullptr);
     }
     owned_.clear();
     shared_.clear();
     for (const auto& [id, blocks] : sched.kv_cache_manager().all_request_blocks()) {
         if (report_dead_table(sched, id, blocks, out)) continue;
+        const bool live = !is_finished((*sched.requests().find(id))->status);
         for (BlockId b : blocks) {
             const bool free = pool.free_queue().contains(b);  // first: it rejects a block outside the pool
             const std::uint32_t count = ++owner_count_[b];
+            if (live) ++live_owner_count_[b];
             if (count == 1) {
                 first_owner_[b] = &id;
                 owned_.push_back(b);
@@ -145,8 +162,8 @@ void RequestStateChecker::check_step(const Engine& engine, std::vector<Violation
         }
     }
     std::sort(shared_.begin(), shared_.end());
-    for (BlockId b : shared_) report_shared_unhashed(pool, b, *first_owner_[b], owner_count_[b], out);
-    for (BlockId b : owned_) owner_count_[b] = 0;
+    for (BlockId b : shared_) report_shared_unhashed(pool, b, *first_owner_[b], owner_count_[b], live_owner_count_[b], out);
+    for (BlockId b : owned_) owner_count_[b] = live_owner_count_[b] = 0;
 }
 
 }  // namespace kvsim

@@ -10,7 +10,7 @@ namespace kvsim {
 // Every live request sits in exactly the queue its status says; finished requests
 // sit in none and hold blocks only while a delayed free is pending; block tables
 // belong to live requests; a live request's blocks are never free; a block shared
-// by two requests is a prefix-cache block (it carries a hash).
+// by two requests, one of them live, is a prefix-cache block (it carries a hash).
 //
 // check() builds a map of owners per block; check_step() reports the same violations in the same
 // order from per-block counters it keeps between steps (work proportional to the blocks held).
@@ -22,6 +22,7 @@ public:
 
 private:
     std::vector<std::uint32_t> owner_count_;       // by block id; all zero between steps
+    std::vector<std::uint32_t> live_owner_count_;  // by block id: the owners that are not finished; all zero between steps
     std::vector<const std::string*> first_owner_;  // by block id: the first request (by id) holding it
     std::vector<BlockId> owned_;                   // distinct blocks held now
     std::vector<BlockId> shared_;                  // blocks held by two requests or more
