@@ -631,10 +631,12 @@ std::set<std::string> Scheduler::handle_invalid_blocks(const std::set<BlockId>& 
     std::set<std::string> failed_sync;
     std::set<BlockId> marked_sync;
     std::set<BlockId> to_evict;
-    for (const auto& [id, n] : num_scheduled) {
-        auto* slot = requests_.find(id);
-        if (slot == nullptr || is_finished((*slot)->status)) continue;
-        if (rewind_for_invalid_blocks(**slot, invalid, n, marked_sync, &to_evict)) failed_sync.insert(id);
+    // Upstream scans self.running (with num_scheduled_tokens.get(req_id, 0)): under async scheduling it
+    // also holds the requests the next step scheduled, which may hit a failed sync load's cached blocks.
+    for (const auto& id : running_) {
+        Request& req = request(id);
+        const int* n = num_scheduled.find(id);
+        if (rewind_for_invalid_blocks(req, invalid, n == nullptr ? 0 : *n, marked_sync, &to_evict)) failed_sync.insert(id);
     }
     if (recompute_kv_load_failures_) {
         failed_recving_kv_req_ids_.insert(failed_async.begin(), failed_async.end());
