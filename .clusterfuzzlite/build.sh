@@ -14,8 +14,9 @@
 # with SANITIZER=none the throughput build (the `fuzz-fast` preset: libFuzzer's coverage, no
 # sanitizer). In both, libFuzzer's comparison tracing is left out (-fsanitize=fuzzer-no-link becomes
 # the coverage it implies without trace-cmp), since the .options set use_cmp=0;
-# KVSIM_CMP_TRACING=1 keeps $CXXFLAGS as given. KVSIM_COVERAGE_IGNORELIST=ON adds the coverage
-# ignorelist (fuzz/coverage_ignorelist.txt: the standard library and the formatting code get no counters).
+# KVSIM_CMP_TRACING=1 keeps $CXXFLAGS as given. The coverage ignorelist (fuzz/coverage_ignorelist.txt:
+# the standard library and the formatting code get no counters) is on; KVSIM_COVERAGE_IGNORELIST=OFF
+# leaves it out.
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 if [[ -n "${KVSIM_SRC:-}" ]]; then
@@ -44,7 +45,7 @@ cmake -S "$src" -B "$build" -G Ninja \
   -DKVSIM_FUZZ=ON \
   -DKVSIM_BUILD_TESTS=OFF \
   -DKVSIM_BENCH=OFF \
-  -DKVSIM_COVERAGE_IGNORELIST="${KVSIM_COVERAGE_IGNORELIST:-OFF}" \
+  -DKVSIM_COVERAGE_IGNORELIST="${KVSIM_COVERAGE_IGNORELIST:-ON}" \
   -DKVSIM_FUZZING_ENGINE="$LIB_FUZZING_ENGINE"
 cmake --build "$build" --target "${targets[@]}"
 
