@@ -1,7 +1,7 @@
 // kvsim_fuzz_trace: the trace fuzzer (fuzz/README.md).
 //
 // Input: trace text. It runs under the campaign's variant with every checker on (and the
-// determinism replay on every Nth input: KVSIM_FUZZ_DETERMINISM=N, default 1, 0 = never). A failing
+// determinism replay on every Nth input: KVSIM_FUZZ_DETERMINISM=N, default 16, 0 = never). A failing
 // run is classified against the registry of known findings (properties/findings/known_findings.txt):
 // a KNOWN finding is counted and the fuzzing goes on; a NEW one (or a kvsim internal error) prints
 //   kvsim-finding: verdict=<v> signature=<sig> variant=<V>
@@ -53,9 +53,8 @@ constexpr std::string_view kAbortOnAnyFlag = "-kvsim_abort_on_any=";
 constexpr std::string_view kStopOnFlag = "-kvsim_stop_on=";
 constexpr std::uint64_t kStatsEvery = 500;
 
-// Every input by default: sampling changes which inputs libFuzzer keeps (the replay's coverage),
-// and scripts/fuzz-smoke's canaries are tuned to the default; a campaign sets N for throughput.
-constexpr std::uint64_t kDeterminismEvery = 1;
+// Every 16th input: a replayed input runs twice and formats both text logs, the others run once.
+constexpr std::uint64_t kDeterminismEvery = 16;
 
 struct Campaign {
     std::string variant_name;
