@@ -136,7 +136,7 @@ bool remove_event(Trace& t, Prng& rng) {
 
 bool move_event(Trace& t, Prng& rng) {
     if (t.events.empty()) return false;
-    const Trace before = t;
+    const std::vector<Event> before = t.events;
     const std::size_t i = static_cast<std::size_t>(rng.below(t.events.size()));
     Event e = t.events[i];
     t.events.erase(t.events.begin() + static_cast<std::ptrdiff_t>(i));
@@ -155,7 +155,7 @@ bool move_event(Trace& t, Prng& rng) {
         if (e.step == step) e.step = step == 0 ? between(rng, 1, 8) : between(rng, 0, step - 1);
         insert_event(t, std::move(e));
     }
-    return !(t == before);
+    return !(t.events == before);
 }
 
 bool add_abort(Trace& t, Prng& rng) {
@@ -812,10 +812,10 @@ std::string mutate_text(std::string_view input, std::uint64_t seed, const TextOp
         std::vector<std::uint8_t> buffer(std::max(options.max_size, text.size()) + 1);
         std::memcpy(buffer.data(), text.data(), text.size());
         const std::size_t size = options.byte_mutate(buffer.data(), text.size(), buffer.size() - 1);
-        const Trace before = t;
-        t = repair(std::string_view(reinterpret_cast<const char*>(buffer.data()), std::min(size, buffer.size())),
-                   rng.next());
-        if (t == before) mutate(t, rng);
+        Trace repaired = repair(
+            std::string_view(reinterpret_cast<const char*>(buffer.data()), std::min(size, buffer.size())), rng.next());
+        if (repaired == t) mutate(t, rng);
+        else t = std::move(repaired);
     } else {
         mutate(t, rng);
     }
