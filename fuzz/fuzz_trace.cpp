@@ -203,8 +203,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     trace.run.max_steps = kvsim::fuzz::step_budget(trace);
     const std::uint64_t input = g_campaign->inputs++;
     const bool replay = g_campaign->determinism_every > 0 && input % g_campaign->determinism_every == 0;
-    const kvsim::RunResult result =
-        kvsim::run_trace(trace, g_campaign->variant, kvsim::RunOptions{.check_determinism = replay, .text_log = false, .step_checks = false});
+    // muted unless replayed; a failing input runs again with its events for the classifier
+    const kvsim::RunResult result = kvsim::run_for_search(
+        trace, g_campaign->variant, kvsim::RunOptions{.check_determinism = replay, .step_checks = false});
     if (result.internal_error) report("internal-error", kvsim::internal_error_signature(result.message), result.message);
     if (result.verdict == kvsim::Verdict::pass) {
         ++g_campaign->passed;
