@@ -63,27 +63,27 @@ void concurrency(benchmark::State& state, int decode, bool text_log) {
     state.counters["steps"] = steps;
 }
 
-void pool(benchmark::State& state, int requests, int decode) {
-    const int blocks = static_cast<int>(state.range(0));
-    const Trace trace = parse_trace(pool_trace(blocks, requests, decode), "<pool>");
+// The pool benchmarks' trace for the pool size in state.range(0): the schedule, or its engine alone.
+using PoolTrace = std::string (*)(int num_blocks, int requests, int decode_tokens);
+
+// Runs the pool trace `make` builds once per iteration; each run's time per step (a schedule) or per
+// run (the setup alone), with the steps.
+void pool_runs(benchmark::State& state, PoolTrace make, int requests, int decode, bool per_step) {
+    const Trace trace = parse_trace(make(static_cast<int>(state.range(0)), requests, decode), "<pool>");
     const Variant variant = require_variant(trace.run.variant);
     int steps = 0;
     if (!run_each_iteration(state, trace, variant, steps)) return;
-    state.counters["s_per_step"] = benchmark::Counter(
-        static_cast<double>(steps) * static_cast<double>(state.iterations()),
+    state.counters[per_step ? "s_per_step" : "s_per_run"] = benchmark::Counter(
+        static_cast<double>(per_step ? steps : 1) * static_cast<double>(state.iterations()),
         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
     state.counters["steps"] = steps;
 }
 
+void pool(benchmark::State& state, int requests, int decode) { pool_runs(state, &pool_trace, requests, decode, true); }
+
 // A run of pool_setup_trace: what a pool of BLOCKS costs a run before its first step.
 void pool_setup(benchmark::State& state, int requests, int decode) {
-    const int blocks = static_cast<int>(state.range(0));
-    const Trace trace = parse_trace(pool_setup_trace(blocks, requests, decode), "<pool_setup>");
-    const Variant variant = require_variant(trace.run.variant);
-    int steps = 0;
-    if (!run_each_iteration(state, trace, variant, steps)) return;
-    state.counters["s_per_run"] = benchmark::Counter(static_cast<double>(state.iterations()),
-                                                     benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    pool_runs(state, &pool_setup_trace, requests, decode, false);
 }
 
 // `kvsim explore --variant v0.30.0` in process: generated traces per second, failing ones included.
