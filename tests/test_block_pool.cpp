@@ -290,3 +290,28 @@ TEST_CASE("a pool needs at least the null block", "[block_pool]") {
     CHECK(only_null.num_free_blocks() == 0);
     CHECK(only_null.reset_prefix_cache());
 }
+
+TEST_CASE("a block's record is made when the block is first used, not with the pool", "[block_pool]") {
+    BlockPool pool(1'000'000, true, FreeOrder::fresh_head_lifo);
+    CHECK(pool.num_blocks() == 1'000'000);
+    CHECK(pool.num_touched_blocks() == 1);  // the null block
+    CHECK(pool.num_free_blocks() == 999'999);
+    const Ids got = pool.get_new_blocks(3);
+    CHECK(got == Ids{1, 2, 3});
+    CHECK(pool.num_touched_blocks() == 4);
+    pool.free_blocks(Ids{3, 2, 1});
+    CHECK(pool.num_touched_blocks() == 4);
+    // A record read before first use is the untouched block's: its id, free, unhashed, never handed out.
+    const KVCacheBlock& held = pool.block(2);
+    const KVCacheBlock& untouched = pool.block(500'000);
+    CHECK(untouched.id == 500'000);
+    CHECK(untouched.ref_cnt == 0);
+    CHECK_FALSE(untouched.hash);
+    CHECK(untouched.generation == 0);
+    CHECK(pool.free_queue().contains(500'000));
+    CHECK(pool.num_touched_blocks() == 500'001);
+    CHECK(held.id == 2);  // references survive the records made after them
+    CHECK(held.generation == 1);
+    CHECK_THROWS_AS(pool.block(1'000'000), std::logic_error);
+    CHECK_THROWS_AS(pool.free_blocks(Ids{5}), std::logic_error);  // never handed out: ref_cnt 0
+}

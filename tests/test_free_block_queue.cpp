@@ -1,9 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "sim/common/prng.h"
 #include "sim/core/free_block_queue.h"
 
 using namespace kvsim;
@@ -174,4 +176,68 @@ TEST_CASE("preconditions throw and leave the queue unchanged", "[free_block_queu
     CHECK_THROWS_AS(q.append(6), std::logic_error);
     CHECK(q.to_vector() == before);
     CHECK(q.size() == 2);
+}
+
+// The untouched run (blocks that never left the queue share one node) must walk, answer contains and
+// order every operation exactly as a queue whose blocks were each linked on their own.
+TEST_CASE("the untouched run behaves as individually linked blocks under random operations", "[free_block_queue]") {
+    constexpr std::uint32_t kBlocks = 64;
+    for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+        Prng prng(seed);
+        FreeBlockQueue lazy(kBlocks);
+        FreeBlockQueue linked = queue_with(kBlocks, [] {
+            Ids all;
+            for (BlockId id = 0; id < kBlocks; ++id) all.push_back(id);
+            return all;
+        }());
+        Ids out;  // blocks outside the queue
+        for (int op = 0; op < 200; ++op) {
+            const std::uint64_t kind = prng.below(4);
+            if (kind == 0 && lazy.size() > 0) {
+                const BlockId id = lazy.popleft();
+                REQUIRE(id == linked.popleft());
+                out.push_back(id);
+            } else if (kind == 1 && lazy.size() > 0) {
+                const Ids free = linked.to_vector();
+                const BlockId id = free[prng.below(free.size())];
+                lazy.remove(id);
+                linked.remove(id);
+                out.push_back(id);
+            } else if (!out.empty()) {
+                const auto n = static_cast<std::size_t>(1 + prng.below(std::min<std::size_t>(out.size(), 3)));
+                const Ids ids(out.end() - static_cast<std::ptrdiff_t>(n), out.end());
+                out.resize(out.size() - n);
+                if (kind == 2) {
+                    lazy.append_n(ids);
+                    linked.append_n(ids);
+                } else {
+                    lazy.prepend_n(ids);
+                    linked.prepend_n(ids);
+                }
+            }
+            REQUIRE(lazy.to_vector() == linked.to_vector());
+            REQUIRE(lazy.walk_length() == lazy.size());
+            for (BlockId id = 0; id < kBlocks; ++id) REQUIRE(lazy.contains(id) == linked.contains(id));
+        }
+        CHECK(lazy.untouched_begin() > 0);  // the operations did reach into the run
+    }
+}
+
+TEST_CASE("a block leaves the untouched run only when it leaves the queue", "[free_block_queue]") {
+    FreeBlockQueue q(1'000'000);
+    CHECK(q.untouched_begin() == 0);
+    CHECK(q.walk_length() == 1'000'000);
+    CHECK(q.popleft_n(3) == Ids{0, 1, 2});
+    CHECK(q.untouched_begin() == 3);
+    q.remove(6);  // 3, 4, 5 get links of their own, ahead of the run
+    CHECK(q.untouched_begin() == 7);
+    q.append_n(Ids{6, 0});
+    q.prepend_n(Ids{2});
+    CHECK(q.size() == 1'000'000 - 1);
+    CHECK(q.popleft_n(6) == Ids{2, 3, 4, 5, 7, 8});
+    CHECK(q.contains(999'999));
+    CHECK_FALSE(q.contains(1));
+    CHECK_THROWS_AS(q.contains(1'000'000), std::logic_error);
+    CHECK_THROWS_AS(q.append_n(Ids{1, 1}), std::logic_error);
+    CHECK_THROWS_AS(q.prepend_n(Ids{1, 9}), std::logic_error);  // 9 is still in the run
 }

@@ -2,18 +2,29 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+
 #include "sim/engine/engine.h"
 
 namespace kvsim {
 
 namespace {
 
-// The holder count of every block (indexed by id; a block table's id outside the pool is counted
-// nowhere, as the pool cannot judge it): block-table entries, connector pins, fenced frees.
-std::vector<int> block_holders(const Engine& engine, std::vector<Violation>& out) {
-    std::vector<int> holders(engine.scheduler().kv_cache_manager().block_pool().num_blocks(), 0);
+// The holder count of every block: block-table entries, connector pins, fenced frees. Indexed by
+// id over the touched blocks; a held untouched block (a model fault) is counted in `untouched`. A
+// block table's id outside the pool is counted nowhere, as the pool cannot judge it.
+struct BlockHolders {
+    std::vector<int> touched;
+    std::map<BlockId, int> untouched;
+};
+
+BlockHolders block_holders(const Engine& engine, std::vector<Violation>& out) {
+    const BlockPool& pool = engine.scheduler().kv_cache_manager().block_pool();
+    BlockHolders holders{.touched = std::vector<int>(pool.num_touched_blocks(), 0), .untouched = {}};
     const auto hold = [&](BlockId id) {
-        if (id < holders.size()) ++holders[id];
+        if (id < holders.touched.size()) ++holders.touched[id];
+        else if (id < pool.num_blocks()) ++holders.untouched[id];
     };
     for (const auto& [req_id, blocks] : engine.scheduler().kv_cache_manager().all_request_blocks()) {
         for (BlockId id : blocks) {
@@ -53,31 +64,35 @@ void check_null_block(const BlockPool& pool, std::vector<Violation>& out) {
                        .detail = "the null block carries a hash"});
 }
 
-void check_ref_counts(const BlockPool& pool, const std::vector<int>& holders, std::vector<Violation>& out) {
-    for (BlockId id = 1; id < pool.num_blocks(); ++id) {
-        const KVCacheBlock& block = pool.block(id);
-        const int expected = holders[id];
-        if (block.ref_cnt < 0) {
-            out.push_back({.invariant = "double_free",
-                           .request = "",
-                           .blocks = {id},
-                           .detail = fmt::format("ref_cnt {} below zero", block.ref_cnt)});
-            continue;
-        }
-        if (block.ref_cnt != expected)
-            out.push_back({.invariant = "ref_count_mismatch",
-                           .request = "",
-                           .blocks = {id},
-                           .detail = fmt::format("ref_cnt {} but {} holder(s) (block tables and store-job pins)",
-                                                 block.ref_cnt, expected)});
-        const bool in_queue = pool.free_queue().contains(id);
-        if ((block.ref_cnt == 0) != in_queue)
-            out.push_back({.invariant = "free_queue_mismatch",
-                           .request = "",
-                           .blocks = {id},
-                           .detail = fmt::format("ref_cnt {} and {}in the free queue", block.ref_cnt,
-                                                 in_queue ? "" : "not ")});
+void check_ref_count(const BlockPool& pool, BlockId id, int expected, std::vector<Violation>& out) {
+    const KVCacheBlock& block = pool.block(id);
+    if (block.ref_cnt < 0) {
+        out.push_back({.invariant = "double_free",
+                       .request = "",
+                       .blocks = {id},
+                       .detail = fmt::format("ref_cnt {} below zero", block.ref_cnt)});
+        return;
     }
+    if (block.ref_cnt != expected)
+        out.push_back({.invariant = "ref_count_mismatch",
+                       .request = "",
+                       .blocks = {id},
+                       .detail = fmt::format("ref_cnt {} but {} holder(s) (block tables and store-job pins)",
+                                             block.ref_cnt, expected)});
+    const bool in_queue = pool.free_queue().contains(id);
+    if ((block.ref_cnt == 0) != in_queue)
+        out.push_back({.invariant = "free_queue_mismatch",
+                       .request = "",
+                       .blocks = {id},
+                       .detail = fmt::format("ref_cnt {} and {}in the free queue", block.ref_cnt,
+                                             in_queue ? "" : "not ")});
+}
+
+// Every touched block, then the held untouched ones, in id order; an untouched block nobody holds
+// has ref_cnt 0 and sits in the free queue's untouched run by construction.
+void check_ref_counts(const BlockPool& pool, const BlockHolders& holders, std::vector<Violation>& out) {
+    for (BlockId id = 1; id < holders.touched.size(); ++id) check_ref_count(pool, id, holders.touched[id], out);
+    for (const auto& [id, count] : holders.untouched) check_ref_count(pool, id, count, out);
 }
 
 void check_prefix_map(const BlockPool& pool, std::vector<Violation>& out) {
@@ -97,7 +112,7 @@ void check_prefix_map(const BlockPool& pool, std::vector<Violation>& out) {
 
 void BlockPoolChecker::check(const Engine& engine, std::vector<Violation>& out) const {
     const BlockPool& pool = engine.scheduler().kv_cache_manager().block_pool();
-    const std::vector<int> holders = block_holders(engine, out);
+    const BlockHolders holders = block_holders(engine, out);
 
     const std::uint32_t walked = pool.free_queue().walk_length();
     if (walked != pool.num_free_blocks())
@@ -119,7 +134,6 @@ void BlockPoolChecker::check_step(const Engine& engine, std::vector<Violation>& 
 bool BlockPoolChecker::count_holders(const Engine& engine) {
     const KVCacheManager& kvm = engine.scheduler().kv_cache_manager();
     const std::uint32_t num_blocks = kvm.block_pool().num_blocks();
-    if (holders_.size() != num_blocks) holders_.assign(num_blocks, 0);
     held_.clear();
     bool ok = true;
     auto hold = [&](BlockId id) {
@@ -127,6 +141,7 @@ bool BlockPoolChecker::count_holders(const Engine& engine) {
             ok = false;
             return;
         }
+        if (id >= holders_.size()) holders_.resize(std::max<std::size_t>(id + 1, 2 * holders_.size()), 0);
         if (holders_[id]++ == 0) held_.push_back(id);
     };
     for (const auto& [req_id, blocks] : kvm.all_request_blocks())

@@ -10,7 +10,8 @@ namespace kvsim {
 // count (double free); the null block is never freed, hashed or handed out; the
 // prefix-cache map only names blocks carrying that hash.
 //
-// check() sweeps the whole pool. check_step() judges only the blocks held now or after the last
+// check() sweeps the whole pool: every touched block one by one, the untouched rest (never handed
+// out: BlockPool::num_touched_blocks) in one go unless something holds one. check_step() judges only the blocks held now or after the last
 // step (every block whose ref count a step can change legitimately) and the null block, and runs
 // the sweep when one of them is wrong, so its report is the sweep's; a fault elsewhere (a block
 // nobody held, the free queue's length, the prefix map) waits for the next full sweep.

@@ -132,15 +132,17 @@ void RequestStateChecker::check(const Engine& engine, std::vector<Violation>& ou
     }
 }
 
+void RequestStateChecker::grow_block_tables(BlockId block) {
+    const std::size_t size = std::max<std::size_t>(block + 1, 2 * owner_count_.size());
+    owner_count_.resize(size, 0);
+    live_owner_count_.resize(size, 0);
+    first_owner_.resize(size, nullptr);
+}
+
 void RequestStateChecker::check_step(const Engine& engine, std::vector<Violation>& out, bool /*full_sweep*/) {
     check_queues(engine, out);
     const Scheduler& sched = engine.scheduler();
     const BlockPool& pool = sched.kv_cache_manager().block_pool();
-    if (owner_count_.size() != pool.num_blocks()) {
-        owner_count_.assign(pool.num_blocks(), 0);
-        live_owner_count_.assign(pool.num_blocks(), 0);
-        first_owner_.assign(pool.num_blocks(), nullptr);
-    }
     owned_.clear();
     shared_.clear();
     for (const auto& [id, blocks] : sched.kv_cache_manager().all_request_blocks()) {
@@ -148,6 +150,7 @@ void RequestStateChecker::check_step(const Engine& engine, std::vector<Violation
         const bool live = !is_finished((*sched.requests().find(id))->status);
         for (BlockId b : blocks) {
             const bool free = pool.free_queue().contains(b);  // first: it rejects a block outside the pool
+            if (b >= owner_count_.size()) grow_block_tables(b);
             const std::uint32_t count = ++owner_count_[b];
             if (live) ++live_owner_count_[b];
             if (count == 1) {

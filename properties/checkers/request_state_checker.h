@@ -21,6 +21,9 @@ public:
     void check_step(const Engine& engine, std::vector<Violation>& out, bool full_sweep) override;
 
 private:
+    // The per-block counters cover the highest block held so far, not the pool.
+    void grow_block_tables(BlockId block);
+
     std::vector<std::uint32_t> owner_count_;       // by block id; all zero between steps
     std::vector<std::uint32_t> live_owner_count_;  // by block id: the owners that are not finished; all zero between steps
     std::vector<const std::string*> first_owner_;  // by block id: the first request (by id) holding it

@@ -20,12 +20,23 @@ constexpr ModelCheck require{.component = "BlockPool"};
 BlockPool::BlockPool(std::uint32_t num_blocks, bool enable_caching, FreeOrder free_order)
     : free_queue_(num_blocks), enable_caching_(enable_caching), free_order_(free_order) {
     require(num_blocks > 0, "num_gpu_blocks must be positive");
-    blocks_.resize(num_blocks);
-    for (BlockId id = 0; id < num_blocks; ++id) blocks_[id].id = id;
+    blocks_.reserve(num_blocks);
     const BlockId null_id = free_queue_.popleft();
     require(null_id == kNullBlockId, "the null block must be block {}, got {}", kNullBlockId, null_id);
-    blocks_[null_id].is_null = true;
+    at(null_id).is_null = true;
 }
+
+const KVCacheBlock& BlockPool::block(BlockId id) const {
+    require(id < num_blocks(), "block {} is outside the pool of {} blocks", id, num_blocks());
+    while (blocks_.size() <= id) {
+        KVCacheBlock untouched;
+        untouched.id = static_cast<BlockId>(blocks_.size());
+        blocks_.push_back(untouched);
+    }
+    return blocks_[id];
+}
+
+KVCacheBlock& BlockPool::at(BlockId id) { return const_cast<KVCacheBlock&>(std::as_const(*this).block(id)); }
 
 // vllm/v1/core/block_pool.py BlockPool.get_cached_block @ c59cb7941357443da7c5eef75cfa8697d683d228
 // (one group): the first inserted block still holding the hash.
@@ -42,7 +53,7 @@ std::vector<BlockId> BlockPool::get_new_blocks(std::uint32_t n) {
     std::vector<BlockId> ret = free_queue_.popleft_n(n);
     for (BlockId id : ret) {
         if (enable_caching_) maybe_evict_cached_block(id);
-        KVCacheBlock& b = blocks_[id];
+        KVCacheBlock& b = at(id);
         require(b.ref_cnt == 0, "block {} came off the free queue with ref_cnt {}", id, b.ref_cnt);
         require(!b.is_null, "the null block came off the free queue");
         b.ref_cnt = 1;
@@ -53,7 +64,7 @@ std::vector<BlockId> BlockPool::get_new_blocks(std::uint32_t n) {
 
 // vllm/v1/core/block_pool.py BlockPool._maybe_evict_cached_block @ c59cb7941357443da7c5eef75cfa8697d683d228
 bool BlockPool::maybe_evict_cached_block(BlockId id) {
-    KVCacheBlock& b = blocks_.at(id);
+    KVCacheBlock& b = at(id);
     if (!b.hash) return false;
     // BlockHashToBlockMap.pop: only an entry holding this very block id is removed.
     const auto it = cached_.find(*b.hash);
@@ -70,7 +81,7 @@ bool BlockPool::maybe_evict_cached_block(BlockId id) {
 // vllm/v1/core/block_pool.py BlockPool.touch @ c59cb7941357443da7c5eef75cfa8697d683d228
 void BlockPool::touch(const std::vector<BlockId>& ids) {
     for (BlockId id : ids) {
-        KVCacheBlock& b = blocks_.at(id);
+        KVCacheBlock& b = at(id);
         require(b.is_null || b.ref_cnt >= 0, "block {} has negative ref_cnt {}", id, b.ref_cnt);
         if (b.ref_cnt == 0 && !b.is_null) {
             free_queue_.remove(id);
@@ -85,16 +96,20 @@ void BlockPool::touch(const std::vector<BlockId>& ids) {
 // vllm/v1/core/block_pool.py BlockPool.free_blocks @ c59cb7941357443da7c5eef75cfa8697d683d228
 // (+ #48017 / #51482 for caching off, per FreeOrder)
 void BlockPool::free_blocks(const std::vector<BlockId>& ordered_ids) {
-    std::vector<bool> seen(blocks_.size(), false);
+    std::vector<BlockId> distinct;
+    distinct.reserve(ordered_ids.size());
     for (BlockId id : ordered_ids) {
-        const KVCacheBlock& b = blocks_.at(id);
+        const KVCacheBlock& b = at(id);
         if (b.is_null) continue;
         require(b.ref_cnt >= 1, "block {} freed with ref_cnt {}", id, b.ref_cnt);
         require(!free_queue_.contains(id), "block {} freed while already in the free queue", id);
-        require(!seen[id], "block {} appears twice in one free_blocks call", id);
-        seen[id] = true;
+        distinct.push_back(id);
     }
-    for (BlockId id : ordered_ids) --blocks_[id].ref_cnt;
+    std::sort(distinct.begin(), distinct.end());
+    const auto twice = std::adjacent_find(distinct.begin(), distinct.end());
+    require(twice == distinct.end(), "block {} appears twice in one free_blocks call",
+            twice == distinct.end() ? 0 : *twice);
+    for (BlockId id : ordered_ids) --at(id).ref_cnt;
 
     std::vector<BlockId> freeable;
     for (BlockId id : ordered_ids)
@@ -126,7 +141,7 @@ void BlockPool::cache_full_blocks(const std::vector<BlockHash>& request_hashes, 
             request_hashes.size(), last);
     require(blocks.size() >= last, "request holds {} blocks, {} full blocks requested", blocks.size(), last);
     for (std::size_t i = first; i < last; ++i) {
-        KVCacheBlock& b = blocks_.at(blocks[i]);
+        KVCacheBlock& b = at(blocks[i]);
         if (b.is_null) continue;
         require(b.ref_cnt >= 1, "block {} is cached while free (ref_cnt {})", b.id, b.ref_cnt);
         if (b.hash) {
@@ -145,7 +160,7 @@ void BlockPool::cache_full_blocks(const std::vector<BlockHash>& request_hashes, 
 // vllm/v1/core/block_pool.py BlockPool.evict_blocks @ c59cb7941357443da7c5eef75cfa8697d683d228
 void BlockPool::evict_blocks(const std::vector<BlockId>& ids) {
     for (BlockId id : ids) {
-        require(id < blocks_.size(), "Invalid block_id {} >= {}", id, blocks_.size());
+        require(id < num_blocks(), "Invalid block_id {} >= {}", id, num_blocks());
         maybe_evict_cached_block(id);
     }
 }

@@ -28,10 +28,14 @@ class BlockPool {
 public:
     BlockPool(std::uint32_t num_blocks, bool enable_caching, FreeOrder free_order);
 
-    std::uint32_t num_blocks() const { return static_cast<std::uint32_t>(blocks_.size()); }
+    std::uint32_t num_blocks() const { return free_queue_.num_blocks(); }
+    // Blocks at or above this id have never been handed out or touched: ref_cnt 0, no hash,
+    // generation 0, in the free queue's untouched run. Sweeps judge them in one go.
+    std::uint32_t num_touched_blocks() const { return static_cast<std::uint32_t>(blocks_.size()); }
     std::uint32_t num_free_blocks() const { return free_queue_.size(); }
     bool caching_enabled() const { return enable_caching_; }
-    const KVCacheBlock& block(BlockId id) const { return blocks_.at(id); }
+    // Any block of the pool; an untouched one gets its record here (references stay valid).
+    const KVCacheBlock& block(BlockId id) const;
     const FreeBlockQueue& free_queue() const { return free_queue_; }
     // hash -> block ids holding it, first inserted first (lookup returns the first).
     const std::map<BlockHash, std::vector<BlockId>>& cached_blocks() const { return cached_; }
@@ -54,8 +58,12 @@ public:
 
 private:
     bool maybe_evict_cached_block(BlockId id);
+    KVCacheBlock& at(BlockId id);
 
-    std::vector<KVCacheBlock> blocks_;
+    // Blocks [0, num_touched_blocks()): a block's record is made when it is first used, as the free
+    // queue links a block only when it first leaves. Capacity is the pool's from the start (address
+    // space, no page touched), so a reference to a record survives the making of later ones.
+    mutable std::vector<KVCacheBlock> blocks_;
     FreeBlockQueue free_queue_;
     std::map<BlockHash, std::vector<BlockId>> cached_;
     bool enable_caching_;

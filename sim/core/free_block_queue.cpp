@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -16,27 +17,33 @@ constexpr ModelCheck require{.component = "FreeBlockQueue"};
 }  // namespace
 
 // vllm/v1/core/kv_cache_utils.py FreeKVCacheBlockQueue.__init__ @ bbf906a88ba1a39104884c88c9811a4f968e4659
-FreeBlockQueue::FreeBlockQueue(std::uint32_t num_blocks) : links_(num_blocks) {
-    require(num_blocks < kNone, "num_blocks {} collides with the end marker", num_blocks);
-    for (std::uint32_t id = 0; id < num_blocks; ++id)  // 0 <-> 1 <-> ... <-> num_blocks-1
-        links_[id] = Link{.prev = id == 0 ? kNone : id - 1, .next = id + 1 == num_blocks ? kNone : id + 1, .in_queue = true};
+// (0 <-> 1 <-> ... <-> num_blocks-1, here as the untouched run).
+FreeBlockQueue::FreeBlockQueue(std::uint32_t num_blocks) : num_blocks_(num_blocks) {
+    require(num_blocks < kRun, "num_blocks {} collides with the list's markers", num_blocks);
+    links_.reserve(num_blocks);  // address space only: a page is touched when a block first leaves
     if (num_blocks > 0) {
-        head_ = 0;
-        tail_ = num_blocks - 1;
+        run_ = Link{.prev = kNone, .next = kNone, .in_queue = true};
+        head_ = kRun;
+        tail_ = kRun;
     }
     size_ = num_blocks;
 }
 
 bool FreeBlockQueue::contains(BlockId id) const {
-    require(id < links_.size(), "block {} is outside the pool of {} blocks", id, links_.size());
-    return links_[id].in_queue;
+    require(id < num_blocks_, "block {} is outside the pool of {} blocks", id, num_blocks_);
+    return id >= untouched_ || links_[id].in_queue;
 }
 
 // vllm/v1/core/kv_cache_utils.py FreeKVCacheBlockQueue.popleft @ bbf906a88ba1a39104884c88c9811a4f968e4659
 BlockId FreeBlockQueue::popleft() {
     require(size_ > 0 && head_ != kNone, "No free blocks available");
-    const BlockId id = head_;
-    remove(id);
+    if (head_ != kRun) {
+        const BlockId id = head_;
+        remove(id);
+        return id;
+    }
+    const BlockId id = take_untouched();
+    --size_;
     return id;
 }
 
@@ -51,15 +58,16 @@ std::vector<BlockId> FreeBlockQueue::popleft_n(std::uint32_t n) {
 }
 
 // vllm/v1/core/kv_cache_utils.py FreeKVCacheBlockQueue.remove @ bbf906a88ba1a39104884c88c9811a4f968e4659
+// A block of the untouched run splits it: the run's blocks before it get links of their own, in place.
 void FreeBlockQueue::remove(BlockId id) {
     require(contains(id), "cannot remove block {}: it is not in the free queue", id);
     require(size_ > 0, "block {} is marked queued but the queue is empty", id);
-    Link& link = links_[id];
-    if (link.prev != kNone) links_[link.prev].next = link.next;
-    else head_ = link.next;
-    if (link.next != kNone) links_[link.next].prev = link.prev;
-    else tail_ = link.prev;
-    link = Link{};
+    if (id < untouched_) {
+        unlink(id);
+    } else {
+        while (untouched_ < id) link_after(run_.prev, take_untouched());  // before the run, in order
+        take_untouched();
+    }
     --size_;
 }
 
@@ -67,43 +75,49 @@ void FreeBlockQueue::remove(BlockId id) {
 void FreeBlockQueue::append(BlockId id) {
     require(!contains(id), "cannot append block {}: it is already in the free queue", id);
     link_after(tail_, id);
+    ++size_;
 }
 
 // vllm/v1/core/kv_cache_utils.py FreeKVCacheBlockQueue.append_n (absent from bbf906a88ba1a39104884c88c9811a4f968e4659; contract per
 // tests/v1/core/test_kv_cache_utils.py @ 002f10e0cfa1373a19a0d2756598a34b700d20e5): to the tail, in the given order.
 void FreeBlockQueue::append_n(const std::vector<BlockId>& ids) {
-    std::vector<bool> seen(links_.size(), false);
+    check_distinct_outside(ids, "append");
     for (BlockId id : ids) {
-        require(!contains(id), "cannot append block {}: it is already in the free queue", id);
-        require(!seen[id], "cannot append block {} twice in one call", id);
-        seen[id] = true;
+        link_after(tail_, id);
+        ++size_;
     }
-    for (BlockId id : ids) link_after(tail_, id);
 }
 
 // vllm/v1/core/kv_cache_utils.py FreeKVCacheBlockQueue.prepend_n (absent from bbf906a88ba1a39104884c88c9811a4f968e4659, came with #42656;
 // contract per tests/v1/core/test_kv_cache_utils.py @ 002f10e0cfa1373a19a0d2756598a34b700d20e5): to the head, ids[0] first.
 void FreeBlockQueue::prepend_n(const std::vector<BlockId>& ids) {
-    std::vector<bool> seen(links_.size(), false);
-    for (BlockId id : ids) {
-        require(!contains(id), "cannot prepend block {}: it is already in the free queue", id);
-        require(!seen[id], "cannot prepend block {} twice in one call", id);
-        seen[id] = true;
-    }
+    check_distinct_outside(ids, "prepend");
     std::uint32_t anchor = kNone;
     for (BlockId id : ids) {
         link_after(anchor, id);
+        ++size_;
         anchor = id;
     }
+}
+
+// Every id outside the queue and none twice: checked on a sorted copy, not on a pool-sized table.
+void FreeBlockQueue::check_distinct_outside(const std::vector<BlockId>& ids, const char* verb) const {
+    for (BlockId id : ids) require(!contains(id), "cannot {} block {}: it is already in the free queue", verb, id);
+    if (ids.size() < 2) return;
+    std::vector<BlockId> sorted = ids;
+    std::sort(sorted.begin(), sorted.end());
+    const auto twice = std::adjacent_find(sorted.begin(), sorted.end());
+    require(twice == sorted.end(), "cannot {} block {} twice in one call", verb, twice == sorted.end() ? 0 : *twice);
 }
 
 template <class Visit>
 void FreeBlockQueue::walk(Visit&& visit) const {
     std::uint32_t walked = 0;
-    for (std::uint32_t id = head_; id != kNone; id = links_[id].next) {
-        require(walked < size_, "the linked list is longer than size()");
-        visit(id);
-        ++walked;
+    for (std::uint32_t node = head_; node != kNone; node = link(node).next) {
+        const std::uint32_t blocks = node == kRun ? num_blocks_ - untouched_ : 1;
+        require(walked + blocks <= size_, "the linked list is longer than size()");
+        visit(node, blocks);
+        walked += blocks;
     }
     require(walked == size_, "the linked list holds {} blocks but size() is {}", walked, size_);
 }
@@ -112,29 +126,49 @@ void FreeBlockQueue::walk(Visit&& visit) const {
 std::vector<BlockId> FreeBlockQueue::to_vector() const {
     std::vector<BlockId> out;
     out.reserve(size_);
-    walk([&](BlockId id) { out.push_back(id); });
+    walk([&](std::uint32_t node, std::uint32_t) {
+        if (node != kRun) out.push_back(node);
+        else
+            for (BlockId id = untouched_; id < num_blocks_; ++id) out.push_back(id);
+    });
     return out;
 }
 
 std::uint32_t FreeBlockQueue::walk_length() const {
     std::uint32_t n = 0;
-    walk([&](BlockId) { ++n; });
+    walk([&](std::uint32_t, std::uint32_t blocks) { n += blocks; });
     return n;
 }
 
-void FreeBlockQueue::link_after(std::uint32_t anchor, BlockId id) {
-    require(id < links_.size() && !links_[id].in_queue, "block {} cannot be linked", id);
-    require(anchor == kNone || (anchor < links_.size() && links_[anchor].in_queue),
+BlockId FreeBlockQueue::take_untouched() {
+    require(untouched_ < num_blocks_, "the untouched run is empty");
+    const BlockId id = untouched_++;
+    links_.push_back(Link{});
+    if (untouched_ == num_blocks_) unlink(kRun);
+    return id;
+}
+
+void FreeBlockQueue::unlink(std::uint32_t node) {
+    Link& l = link(node);
+    if (l.prev != kNone) link(l.prev).next = l.next;
+    else head_ = l.next;
+    if (l.next != kNone) link(l.next).prev = l.prev;
+    else tail_ = l.prev;
+    l = Link{};
+}
+
+void FreeBlockQueue::link_after(std::uint32_t anchor, std::uint32_t node) {
+    require(node == kRun || (node < untouched_ && !links_[node].in_queue), "block {} cannot be linked", node);
+    require(anchor == kNone || ((anchor == kRun || anchor < untouched_) && link(anchor).in_queue),
             "anchor {} is not in the free queue", anchor);
-    Link& link = links_[id];
-    link.prev = anchor;
-    link.next = anchor == kNone ? head_ : links_[anchor].next;
-    if (link.next != kNone) links_[link.next].prev = id;
-    else tail_ = id;
-    if (anchor != kNone) links_[anchor].next = id;
-    else head_ = id;
-    link.in_queue = true;
-    ++size_;
+    Link& l = link(node);
+    l.prev = anchor;
+    l.next = anchor == kNone ? head_ : link(anchor).next;
+    if (l.next != kNone) link(l.next).prev = node;
+    else tail_ = node;
+    if (anchor != kNone) link(anchor).next = node;
+    else head_ = node;
+    l.in_queue = true;
 }
 
 }  // namespace kvsim
