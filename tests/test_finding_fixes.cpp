@@ -66,7 +66,8 @@ const std::vector<std::string>& second_witnesses() {
     static const std::vector<std::string> names = {"multiconnector_store_first_late_load_into_foreign_block",
                                                    "store_tracker_not_rewound_saves_uncomputed_tokens",
                                                    "failed_load_keeps_async_placeholders_hang",
-                                                   "pending_head_hides_failed_load_self_reservation"};
+                                                   "pending_head_hides_failed_load_self_reservation",
+                                                   "failed_sync_load_shared_prefix_saved_fail_policy"};
     return names;
 }
 
@@ -220,6 +221,26 @@ TEST_CASE("+defer_save_over_sync_load: the save over a block loaded in the same 
     REQUIRE(deferred_at >= 0);
     REQUIRE_FALSE(r5_saves.empty());
     CHECK(r5_saves.front() > deferred_at);  // saved on a later step, after the failed load was recomputed
+}
+
+TEST_CASE("kv_load_failure_policy=fail: a save emitted for a request that ends FINISHED_ERROR in the same step is "
+          "judged with its rewound tokens",
+          "[findings][checker]") {
+    const RunResult broken = run("failed_sync_load_shared_prefix_saved_fail_policy", "v0.30.0");
+    REQUIRE(broken.verdict == Verdict::violation);
+    REQUIRE(broken.findings.size() == 1);
+    const Finding& f = broken.findings.front();
+    CHECK(f.signature() == "violation:save_beyond_computed_tokens");
+    CHECK(f.request == "r5");
+    CHECK(f.tokens == std::optional<TokenRange>(TokenRange{0, 8}));
+    // r5 is gone by the end of that step: it ended FINISHED_ERROR and was freed, as upstream's fail policy does.
+    const auto ended = std::find_if(broken.events.begin(), broken.events.end(), [](const LogEvent& e) {
+        return e.request() == "r5" && e.category == EventCategory::free;
+    });
+    REQUIRE(ended != broken.events.end());
+    CHECK(ended->step == f.step);
+    CHECK(run("failed_sync_load_shared_prefix_saved_fail_policy", "v0.30.0+defer_save_over_sync_load").verdict ==
+          Verdict::pass);
 }
 
 // Finding 6 with r1 alone: the recompute's first chunk (48 tokens) ends inside the prompt, while the

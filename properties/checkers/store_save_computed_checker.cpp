@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
+#include <string>
 
 #include "sim/connector/mooncake/store/data.h"
 #include "sim/connector/multi_connector.h"
@@ -22,12 +24,25 @@ std::vector<BlockId> blocks_past(const ReqMeta& meta, int from, int block_size) 
     return out;
 }
 
+// The request's num_computed_tokens at the end of the step: its own while it lives, else the count it
+// had when it was freed in this step (a request that finished normally computed every scheduled
+// token; one that ended FINISHED_ERROR on a failed load was rewound first); nullopt when neither.
+std::optional<int> computed_at_step_end(const Scheduler& scheduler, const std::string& req_id) {
+    if (const auto* slot = scheduler.requests().find(req_id)) return (*slot)->num_computed_tokens;
+    const auto& transitions = scheduler.transitions();
+    const auto freed = std::find_if(transitions.rbegin(), transitions.rend(), [&](const StatusTransition& t) {
+        return t.req_id == req_id && !t.to.has_value();
+    });
+    if (freed == transitions.rend()) return std::nullopt;
+    return freed->num_computed_tokens;
+}
+
 void check_store_saves(const Scheduler& scheduler, const StoreMetadata& meta, std::vector<Violation>& out) {
     for (const ReqMeta& m : meta.requests) {
         if (!m.can_save) continue;
-        const auto* slot = scheduler.requests().find(m.req_id);
-        if (slot == nullptr) continue;  // freed in this step: it finished, so every scheduled token was computed
-        const int computed = (*slot)->num_computed_tokens;
+        const std::optional<int> computed_now = computed_at_step_end(scheduler, m.req_id);
+        if (!computed_now) continue;
+        const int computed = *computed_now;
         if (m.token_len_chunk <= computed) continue;
         const std::string job = m.store_job_id ? fmt::format("store job {}", *m.store_job_id) : "store job";
         out.push_back({.invariant = "save_beyond_computed_tokens",

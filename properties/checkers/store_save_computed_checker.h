@@ -7,7 +7,9 @@ namespace kvsim {
 // the step that emits it. A save past the core's num_computed_tokens writes KV the model never
 // produced for those positions (a failed load's garbage, or nothing) under valid block hashes.
 // Judged after the step, against the request's num_computed_tokens once update_from_output has run
-// (so a rewind after a failed load counts); a request already freed in that step finished its tokens.
+// (so a rewind after a failed load counts); a request freed in that step is judged with the count it
+// had when freed: every scheduled token for a normal finish, the rewound count for one that ended
+// FINISHED_ERROR under kv_load_failure_policy=fail (its save still stores the failed load's blocks).
 class StoreSaveComputedChecker : public Checker {
 public:
     std::string_view name() const override { return "store_save_computed_checker"; }

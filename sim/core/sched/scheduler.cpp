@@ -55,7 +55,8 @@ Request& Scheduler::request(const std::string& id) {
 }
 
 void Scheduler::set_status(Request& req, RequestStatus status) {
-    transitions_.push_back({.req_id = req.id(), .from = req.status, .to = status});
+    transitions_.push_back(
+        {.req_id = req.id(), .from = req.status, .to = status, .num_computed_tokens = req.num_computed_tokens});
     req.status = status;
 }
 
@@ -69,7 +70,8 @@ void Scheduler::add_request(std::unique_ptr<Request> req) {
         .integer("prompt", req->num_prompt_tokens())
         .integer("max_tokens", req->max_tokens())
         .flag("remote_prefill", remote_prefill);
-    transitions_.push_back({.req_id = id, .from = std::nullopt, .to = req->status});
+    transitions_.push_back(
+        {.req_id = id, .from = std::nullopt, .to = req->status, .num_computed_tokens = req->num_computed_tokens});
     waiting_.push_back(id);  // no blocked status at arrival in this model
     requests_[id] = std::move(req);
 }
@@ -757,7 +759,8 @@ void Scheduler::free_blocks(Request& req) {
     free_request_blocks(req);
     log_.event(EventCategory::free, "{request} {blocks}").request(req.id()).blocks("blocks", blocks);
     const std::string id = req.id();
-    transitions_.push_back({.req_id = id, .from = req.status, .to = std::nullopt});
+    transitions_.push_back(
+        {.req_id = id, .from = req.status, .to = std::nullopt, .num_computed_tokens = req.num_computed_tokens});
     requests_.erase(id);
 }
 

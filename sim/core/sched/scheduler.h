@@ -29,6 +29,7 @@ struct StatusTransition {
     std::string req_id;
     std::optional<RequestStatus> from;
     std::optional<RequestStatus> to;
+    int num_computed_tokens = 0;  // the request's when it made the transition
 };
 
 // How the engine core drives the scheduler (vllm/v1/engine/core.py EngineCore.__init__: batch_queue_size).
