@@ -486,7 +486,7 @@ void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
         cached.num_output_tokens.push_back(req.num_output_tokens());
     }
 
-    out.num_scheduled_tokens = st.num_scheduled_tokens;
+    out.num_scheduled_tokens = std::move(st.num_scheduled_tokens);  // st is done with it
     for (const auto& [id, n] : out.num_scheduled_tokens)
         if (const int placeholders = request(id).num_output_placeholders; placeholders > 0)
             out.num_output_placeholders[id] = placeholders;
