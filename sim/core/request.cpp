@@ -75,10 +75,14 @@ void Request::extend_block_hashes() {
     require(block_hashes_.size() * bs <= total, "{}: {} hashed blocks cover more than {} tokens", id_,
                                                             block_hashes_.size(), total);
     if (block_hashes_.size() * bs + bs > total) return;
-    const std::vector<TokenId> all = all_token_ids();
+    std::vector<TokenId> block(bs);  // one block's tokens: prompt and output are not one array
     for (std::size_t start = block_hashes_.size() * bs; start + bs <= total; start += bs) {
+        for (std::size_t i = 0; i < bs; ++i) {
+            const std::size_t p = start + i;
+            block[i] = p < prompt_.size() ? prompt_[p] : output_[p - prompt_.size()];
+        }
         const BlockHash parent = block_hashes_.empty() ? kNoneHash : block_hashes_.back();
-        block_hashes_.push_back(hash_block_tokens(parent, std::span<const TokenId>(all).subspan(start, bs)));
+        block_hashes_.push_back(hash_block_tokens(parent, block));
     }
 }
 
