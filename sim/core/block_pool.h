@@ -27,6 +27,11 @@ struct KVCacheBlock {
 class BlockPool {
 public:
     BlockPool(std::uint32_t num_blocks, bool enable_caching, FreeOrder free_order);
+    // A copy's record array would lose the reserved capacity that keeps references valid.
+    BlockPool(const BlockPool&) = delete;
+    BlockPool& operator=(const BlockPool&) = delete;
+    BlockPool(BlockPool&&) = default;
+    BlockPool& operator=(BlockPool&&) = default;
 
     std::uint32_t num_blocks() const { return free_queue_.num_blocks(); }
     // Blocks at or above this id have never been handed out or touched: ref_cnt 0, no hash,

@@ -56,9 +56,10 @@ ComputedBlocks KVCacheManager::get_computed_blocks(const Request& request) const
 int KVCacheManager::num_blocks_to_allocate(const std::string& request_id, int num_tokens,
                                            const std::vector<BlockId>& new_computed_blocks) const {
     const int num_required_blocks = cdiv(num_tokens, block_size_);
-    const auto held_it = req_to_blocks_.find(request_id);
-    const int num_req_blocks = held_it == req_to_blocks_.end() ? 0 : static_cast<int>(held_it->second.size());
-    if (num_cached_block_.contains(request_id)) {
+    const RequestEntries* entries = entries_of(request_id);
+    const int num_req_blocks =
+        entries == nullptr || entries->blocks == nullptr ? 0 : static_cast<int>(entries->blocks->size());
+    if (entries != nullptr && entries->num_cached != nullptr) {
         require(new_computed_blocks.empty(), "{}: a running request won't have any new prefix-cache hits",
                 request_id);
         return std::max(num_required_blocks - num_req_blocks, 0);
@@ -147,12 +148,12 @@ void KVCacheManager::check_allocate_arguments(const std::string& id, int num_new
 // a tracked request returns early, without blocks for its external tokens.
 void KVCacheManager::allocate_new_computed_blocks(const std::string& id, const std::vector<BlockId>& new_computed_blocks,
                                                   int num_local_computed_tokens, int num_external_computed_tokens) {
-    if (num_cached_block_.contains(id)) return;
-    std::vector<BlockId>& req_blocks = req_to_blocks_[id];
+    if (const RequestEntries* entries = entries_of(id); entries != nullptr && entries->num_cached != nullptr) return;
+    std::vector<BlockId>& req_blocks = table_for(id);
     require(req_blocks.empty(), "{}: a new request already holds {} blocks", id, req_blocks.size());
     if (enable_caching_) pool_.touch(new_computed_blocks);
     req_blocks.insert(req_blocks.end(), new_computed_blocks.begin(), new_computed_blocks.end());
-    num_cached_block_[id] = static_cast<int>(req_blocks.size());
+    set_num_cached(id, static_cast<int>(req_blocks.size()));
     if (num_external_computed_tokens > 0) {
         // Upstream uses the uncapped local + external count here.
         const int n = cdiv(num_local_computed_tokens + num_external_computed_tokens, block_size_) -
@@ -166,7 +167,7 @@ void KVCacheManager::allocate_new_computed_blocks(const std::string& id, const s
 // single_type_kv_cache_manager.py SingleTypeKVCacheManager.allocate_new_blocks @ 129ab7c60cbb8eb11e875373e67f7e521b74aa30
 // (req_to_blocks is a defaultdict: the entry appears).
 std::vector<BlockId> KVCacheManager::allocate_new_blocks(const std::string& id, int num_tokens) {
-    std::vector<BlockId>& req_blocks = req_to_blocks_[id];
+    std::vector<BlockId>& req_blocks = table_for(id);
     std::vector<BlockId> new_blocks;
     const int num_new_blocks = cdiv(num_tokens, block_size_) - static_cast<int>(req_blocks.size());
     if (num_new_blocks > 0) {
@@ -183,13 +184,15 @@ void KVCacheManager::free(const Request& request) {
 }
 
 std::vector<BlockId> KVCacheManager::take_blocks(const Request& request) {
-    const auto it = req_to_blocks_.find(request.id());
+    const auto it = index_.find(request.id());
     std::vector<BlockId> ordered;
-    if (it != req_to_blocks_.end()) {
-        ordered.assign(it->second.rbegin(), it->second.rend());
-        req_to_blocks_.erase(it);
+    if (it == index_.end()) return ordered;
+    if (it->second.blocks != nullptr) {
+        ordered.assign(it->second.blocks->rbegin(), it->second.blocks->rend());
+        req_to_blocks_.erase(request.id());
     }
-    num_cached_block_.erase(request.id());
+    if (it->second.num_cached != nullptr) num_cached_block_.erase(request.id());
+    index_.erase(it);
     return ordered;
 }
 
@@ -198,21 +201,41 @@ std::vector<BlockId> KVCacheManager::take_blocks(const Request& request) {
 void KVCacheManager::cache_blocks(const Request& request, int num_computed_tokens) {
     if (!enable_caching_) return;
     require(num_computed_tokens >= 0, "{}: cache_blocks with {} tokens", request.id(), num_computed_tokens);
-    const auto cached_it = num_cached_block_.find(request.id());
-    const int num_cached_blocks = cached_it == num_cached_block_.end() ? 0 : cached_it->second;
+    const RequestEntries* entries = entries_of(request.id());
+    const int num_cached_blocks = entries == nullptr || entries->num_cached == nullptr ? 0 : *entries->num_cached;
     const int num_full_blocks = num_computed_tokens / block_size_;
     if (num_cached_blocks >= num_full_blocks) return;
-    pool_.cache_full_blocks(request.block_hashes(), req_to_blocks_[request.id()], num_cached_blocks, num_full_blocks);
-    num_cached_block_[request.id()] = num_full_blocks;
+    pool_.cache_full_blocks(request.block_hashes(), table_for(request.id()), num_cached_blocks, num_full_blocks);
+    set_num_cached(request.id(), num_full_blocks);
 }
 
 // vllm/v1/core/kv_cache_manager.py KVCacheManager.get_block_ids @ ace980e6de0540f49b0c63248437a1a7807590c1
 const std::vector<BlockId>& KVCacheManager::get_block_ids(const std::string& request_id) const {
     static const std::vector<BlockId> kNone;
-    const auto it = req_to_blocks_.find(request_id);
-    return it == req_to_blocks_.end() ? kNone : it->second;
+    const RequestEntries* entries = entries_of(request_id);
+    return entries == nullptr || entries->blocks == nullptr ? kNone : *entries->blocks;
 }
 
-bool KVCacheManager::has_blocks(const std::string& request_id) const { return req_to_blocks_.contains(request_id); }
+bool KVCacheManager::has_blocks(const std::string& request_id) const {
+    const RequestEntries* entries = entries_of(request_id);
+    return entries != nullptr && entries->blocks != nullptr;
+}
+
+const KVCacheManager::RequestEntries* KVCacheManager::entries_of(const std::string& id) const {
+    const auto it = index_.find(id);
+    return it == index_.end() ? nullptr : &it->second;
+}
+
+std::vector<BlockId>& KVCacheManager::table_for(const std::string& id) {
+    RequestEntries& entries = index_[id];
+    if (entries.blocks == nullptr) entries.blocks = &req_to_blocks_[id];
+    return *entries.blocks;
+}
+
+void KVCacheManager::set_num_cached(const std::string& id, int num_cached_blocks) {
+    RequestEntries& entries = index_[id];
+    if (entries.num_cached == nullptr) entries.num_cached = &num_cached_block_[id];
+    *entries.num_cached = num_cached_blocks;
+}
 
 }  // namespace kvsim

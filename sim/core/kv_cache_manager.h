@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/core/block_pool.h"
@@ -30,6 +31,11 @@ class KVCacheManager {
 public:
     KVCacheManager(std::uint32_t num_blocks, int block_size, int max_model_len, bool enable_caching,
                    FreeOrder free_order);
+    // The index points into the maps: a copy would point into the original's. Moves keep map nodes.
+    KVCacheManager(const KVCacheManager&) = delete;
+    KVCacheManager& operator=(const KVCacheManager&) = delete;
+    KVCacheManager(KVCacheManager&&) = default;
+    KVCacheManager& operator=(KVCacheManager&&) = default;
 
     BlockPool& block_pool() { return pool_; }
     const BlockPool& block_pool() const { return pool_; }
@@ -81,12 +87,25 @@ private:
     int num_blocks_to_allocate(const std::string& request_id, int num_tokens,
                                const std::vector<BlockId>& new_computed_blocks) const;
 
+    // One request's entries in the two maps below (null where it has none).
+    struct RequestEntries {
+        std::vector<BlockId>* blocks = nullptr;
+        int* num_cached = nullptr;
+    };
+    const RequestEntries* entries_of(const std::string& id) const;
+    std::vector<BlockId>& table_for(const std::string& id);  // req_to_blocks[id]: a defaultdict's entry appears
+    void set_num_cached(const std::string& id, int num_cached_blocks);
+
     BlockPool pool_;
     int block_size_;
     int max_model_len_;
     bool enable_caching_;
+    // Upstream's two dicts, sorted by id for the checkers (all_request_blocks). Every lookup goes
+    // through index_, one hash per access instead of a tree walk of string compares; map nodes do
+    // not move, so its pointers hold until the entry is erased. index_ is never iterated.
     std::map<std::string, std::vector<BlockId>> req_to_blocks_;
     std::map<std::string, int> num_cached_block_;
+    std::unordered_map<std::string, RequestEntries> index_;
 };
 
 }  // namespace kvsim
