@@ -35,10 +35,11 @@ struct RunResult {
 };
 
 struct RunOptions {
-    bool check_determinism = false;  // replay and compare digests
+    // Replay and compare the logs: their texts and digests, or without text_log their typed events
+    // (the texts are rendered only when the events differ, for the finding).
+    bool check_determinism = false;
     bool record_timeline = false;    // keep the step-by-step timeline (the views of a run)
-    // false: RunResult::log stays empty and digest 0 (nobody formats the text; `events` are kept),
-    // unless check_determinism needs them.
+    // false: RunResult::log stays empty and digest 0 (nobody formats the text; `events` are kept).
     bool text_log = true;
     // false (with text_log, check_determinism and record_timeline off): the event log is muted and
     // RunResult::events stays empty; verdict, signature, message, findings and crash are the same.
