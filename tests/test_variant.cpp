@@ -78,7 +78,8 @@ TEST_CASE("variant patches: one per known finding, and all_fixes composes them a
                                     {"store_tracker_rewind", "store_tracker_rewind", "on"},
                                     {"requeue_blockless_failed_load", "blockless_failed_load", "requeued_waiting"},
                                     {"defer_save_over_sync_load", "save_over_loading_block", "deferred"},
-                                    {"rollback_placeholders_on_failed_load", "failed_load_placeholders", "rolled_back"}};
+                                    {"rollback_placeholders_on_failed_load", "failed_load_placeholders", "rolled_back"},
+                                    {"cap_failed_load_full_prompt", "failed_load_full_prompt", "capped"}};
     const Variant all = require_variant("v0.30.0+all_fixes");
     for (const One& f : fixes) {
         INFO(f.patch);

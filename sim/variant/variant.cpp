@@ -62,6 +62,7 @@ const std::vector<FlagRow>& flag_rows() {
                                                     {{"emitted", ""}, {"deferred", "kvsim fix"}}),
         flag_row<&Variant::failed_load_placeholders>("failed_load_placeholders",
                                                      {{"kept", ""}, {"rolled_back", "#45146/#45430, open"}}),
+        flag_row<&Variant::failed_load_full_prompt>("failed_load_full_prompt", {{"kept", ""}, {"capped", "kvsim fix"}}),
         // vllm/config/vllm.py VllmConfig.__post_init__ @ 09f030eaf851400a83ad3d99f730868f76df0ca7 and
         // @ 000fc94b754f66aeb60ef5acf1ea2e94cdc65164: an unset async_scheduling resolves to on unless pipeline
         // parallelism (the older), a pooling model (the newer), a non-EAGLE spec-decode method or an executor
@@ -141,6 +142,7 @@ const std::vector<FlagSetting>& finding_fixes() {
         {"pinned_victim", "stops_retry"},       {"store_tracker_rewind", "on"},
         {"blockless_failed_load", "requeued_waiting"}, {"save_over_loading_block", "deferred"},
         {"failed_load_placeholders", "rolled_back"}, {"deferred_free_scope", "any_loader"},
+        {"failed_load_full_prompt", "capped"},
     };
     return table;
 }
@@ -200,6 +202,10 @@ const std::vector<Patch>& patches() {
                   .description = "kvsim fix: #45357's fenced frees also for a kv_producer stack whose store "
                   "connector looks prompts up and loads them"},
          .settings = {{.flag = "deferred_free_scope", .value = "any_loader"}}},
+        {.info = {.name = "cap_failed_load_full_prompt",
+                  .description = "kvsim fix: a promoted request whose failed async load left it every token computed "
+                  "recomputes the last one, as after a full-prompt hit"},
+         .settings = {{.flag = "failed_load_full_prompt", .value = "capped"}}},
         {.info = {.name = "pre45357",
                   .description = "upstream before #45357: a freed request's blocks return to the pool while a "
                   "later step in flight may still write them"},

@@ -84,6 +84,10 @@ enum class SaveOverLoadingBlock { emitted, deferred };
 // placeholders of the steps in flight (issue #45138), or they are rolled back and the outputs of
 // later steps still in flight are discarded (#45146, #45430, #49252, all open or closed unmerged).
 enum class FailedLoadPlaceholders { kept, rolled_back };
+// Scheduler._update_waiting_for_remote_kv, failed branch: a request whose invalid blocks another request of the
+// same scan marked keeps its whole count, the full prompt after a full-prompt load (upstream), or gives back the
+// last token as the success branch does, so it can sample (kvsim fix).
+enum class FailedLoadFullPrompt { kept, capped };
 
 // SchedulerConfig.async_scheduling when the trace does not state it: off, or on as vllm/config/vllm.py
 // VllmConfig.__post_init__ resolves None where nothing is incompatible (#27614; every modelled release).
@@ -125,6 +129,7 @@ struct Variant {
     BlocklessFailedLoad blockless_failed_load = BlocklessFailedLoad::stays_skipped;
     SaveOverLoadingBlock save_over_loading_block = SaveOverLoadingBlock::emitted;
     FailedLoadPlaceholders failed_load_placeholders = FailedLoadPlaceholders::kept;
+    FailedLoadFullPrompt failed_load_full_prompt = FailedLoadFullPrompt::kept;
     AsyncSchedulingDefault async_scheduling_default = AsyncSchedulingDefault::on;
     DeferredBlockFree deferred_block_free = DeferredBlockFree::fenced;
     DeferredFreeScope deferred_free_scope = DeferredFreeScope::kv_consumer;

@@ -213,6 +213,11 @@ void Scheduler::update_waiting_for_remote_kv(Request& req) {
         // The load failed: keep the valid prefix (already rewound), or start over.
         if (req.num_computed_tokens > 0) {
             kv_cache_manager_.cache_blocks(req, req.num_computed_tokens);
+            // failed_load_full_prompt=capped (kvsim's fix): the success branch's full-prompt rule, which upstream's
+            // failed branch lacks; a sharer whose invalid blocks another request marked keeps its whole count.
+            if (variant_.failed_load_full_prompt == FailedLoadFullPrompt::capped &&
+                req.num_computed_tokens == req.num_tokens())
+                req.num_computed_tokens = req.num_tokens() - 1;
         } else {
             kv_cache_manager_.free(req);
             // failed_load_inflight=discarded (kvsim's fix): with no blocks left, the request must not
