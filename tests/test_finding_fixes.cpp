@@ -52,6 +52,7 @@ const std::map<std::string, std::string>& trace_of_patch() {
         {"discard_inflight_on_failed_load+pr57841", "failed_load_self_reservation_with_pending_head"},
         {"rollback_placeholders_on_failed_load", "failed_load_keeps_async_placeholders"},
         {"defer_free_for_loading_producer", "inflight_write_producer_store_load"},
+        {"cap_failed_load_full_prompt", "shared_failed_block_keeps_full_prompt"},
     };
     return table;
 }
@@ -59,8 +60,7 @@ const std::map<std::string, std::string>& trace_of_patch() {
 // Finding traces that have no fix patch yet (they expect their failure on every variant they name),
 // and second witnesses of a finding whose patch has its own trace above.
 const std::vector<std::string>& unfixed_findings() {
-    static const std::vector<std::string> names = {"async_inflight_save_over_failed_sync_load",
-                                                   "shared_failed_block_keeps_full_prompt"};
+    static const std::vector<std::string> names = {"async_inflight_save_over_failed_sync_load"};
     return names;
 }
 const std::vector<std::string>& second_witnesses() {
@@ -222,6 +222,25 @@ TEST_CASE("+defer_save_over_sync_load: the save over a block loaded in the same 
     REQUIRE(deferred_at >= 0);
     REQUIRE_FALSE(r5_saves.empty());
     CHECK(r5_saves.front() > deferred_at);  // saved on a later step, after the failed load was recomputed
+}
+
+TEST_CASE("+cap_failed_load_full_prompt: the sharer of a failed block is promoted with its last token to compute",
+          "[findings][patch]") {
+    const auto promoted = [](const RunResult& r, const std::string& request) {
+        const auto it = std::find_if(r.events.begin(), r.events.end(), [&](const LogEvent& e) {
+            return e.category == EventCategory::promote && e.request() == request;
+        });
+        return it == r.events.end() ? std::optional<std::int64_t>{} : it->integer("computed");
+    };
+    // r1 marks the failed block and restarts from 0; r2 finds it marked and keeps its whole prompt (17 tokens).
+    const RunResult broken = run("shared_failed_block_keeps_full_prompt", "v0.30.0");
+    REQUIRE(broken.verdict == Verdict::crash);
+    CHECK(promoted(broken, "r1") == std::optional<std::int64_t>{0});
+    CHECK(promoted(broken, "r2") == std::optional<std::int64_t>{17});
+    const RunResult fixed = run("shared_failed_block_keeps_full_prompt", "v0.30.0+cap_failed_load_full_prompt");
+    REQUIRE(fixed.verdict == Verdict::pass);
+    CHECK(promoted(fixed, "r2") == std::optional<std::int64_t>{16});
+    CHECK(any_event(fixed, EventCategory::finish, "r2"));
 }
 
 TEST_CASE("kv_load_failure_policy=fail: a save emitted for a request that ends FINISHED_ERROR in the same step is "
