@@ -48,7 +48,7 @@ using Snapshot = std::map<std::string, Ids>;
 
 inline KVConnectorBlockState block_state(const Snapshot& tables) {
     KVConnectorBlockState state;
-    state.block_ids = tables;
+    for (const auto& [id, ids] : tables) state.block_ids[id] = ids;
     return state;
 }
 

@@ -75,7 +75,18 @@ TEST_CASE("agrees with a reference dict over random inserts, updates and erases"
             if (int* v = dict.find(key)) *v = op;
             else dict.entries.emplace_back(key, op);
         }
-        if (op % 97 == 0) REQUIRE(contents(map) == dict.entries);
+        if (op % 97 == 0) {
+            REQUIRE(contents(map) == dict.entries);
+            // every key, present or not, is found through the index exactly when the dict has it
+            // (an erase that broke a probe run would hide a key that is still there)
+            for (int k = 0; k < 200; ++k) {
+                const std::string probe = "r" + std::to_string(k);
+                const int* expected = dict.find(probe);
+                const int* found = map.find(probe);
+                REQUIRE((found == nullptr) == (expected == nullptr));
+                if (found != nullptr) REQUIRE(*found == *expected);
+            }
+        }
         REQUIRE(map.size() == dict.entries.size());
         REQUIRE(map.contains(key) == (dict.find(key) != nullptr));
     }
@@ -91,4 +102,16 @@ TEST_CASE("erasing most entries compacts without losing order or move-only value
     for (const auto& [key, value] : map) left.push_back(*value);
     CHECK(left == std::vector<int>{0, 10, 20, 30, 40, 50, 60, 70, 80, 90});
     CHECK(**map.find("k50") == 50);
+}
+
+TEST_CASE("clear keeps the index usable: keys inserted after it are found, the old ones are not", "[ordered_map]") {
+    OrderedMap<int> map;
+    for (int i = 0; i < 1000; ++i) map["a" + std::to_string(i)] = i;
+    map.clear();
+    CHECK(map.empty());
+    CHECK_FALSE(map.contains("a1"));
+    for (int i = 0; i < 10; ++i) map["b" + std::to_string(i)] = i;
+    CHECK(map.size() == 10);
+    CHECK(map.at("b7") == 7);
+    CHECK(map.find("a7") == nullptr);
 }

@@ -4,9 +4,8 @@
 
 #include <algorithm>
 #include <map>
-#include <string_view>
-#include <unordered_map>
 
+#include "sim/common/ordered_map.h"
 #include "sim/engine/engine.h"
 
 namespace kvsim {
@@ -17,8 +16,7 @@ namespace {
 void check_queues(const Engine& engine, std::vector<Violation>& out) {
     const Scheduler& sched = engine.scheduler();
     const KVCacheManager& kvm = sched.kv_cache_manager();
-    std::unordered_map<std::string_view, int> placements;  // counts only: its order reaches no output
-    placements.reserve(sched.requests().size());
+    OrderedMap<int> placements;  // counts only: looked up, never iterated
     auto place = [&](const auto& ids, std::string_view where, auto status_ok) {
         for (const auto& id : ids) {
             ++placements[id];
@@ -44,10 +42,9 @@ void check_queues(const Engine& engine, std::vector<Violation>& out) {
     place(sched.waiting(), "waiting", waiting_ok);
     place(sched.skipped_waiting(), "skipped_waiting", waiting_ok);
 
-    const auto& tables = kvm.all_request_blocks();
     for (const auto& [id, req] : sched.requests()) {
-        const auto placed = placements.find(id);
-        const int count = placed == placements.end() ? 0 : placed->second;
+        const int* placed = placements.find(id);
+        const int count = placed == nullptr ? 0 : *placed;
         if (is_finished(req->status)) {
             if (count != 0) out.push_back({.invariant = "finished_request_queued",
                                           .request = id,
@@ -65,8 +62,7 @@ void check_queues(const Engine& engine, std::vector<Violation>& out) {
                           .blocks = {},
                           .detail = fmt::format("num_computed_tokens {} > num_tokens {}", req->num_computed_tokens, req->num_tokens())});
         if (req->status == RequestStatus::running) {
-            const auto table = tables.find(id);
-            const auto held = table == tables.end() ? std::size_t{0} : table->second.size();
+            const std::size_t held = kvm.get_block_ids(id).size();
             const auto needed = static_cast<std::size_t>((req->num_computed_tokens + kvm.block_size() - 1) / kvm.block_size());
             if (held < needed)
                 out.push_back({.invariant = "computed_without_blocks",

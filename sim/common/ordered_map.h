@@ -6,13 +6,17 @@
 // Lookup goes through a hash index; iteration walks the insertion-ordered slots only,
 // so the index's own order never reaches a caller. Erase leaves a hole that iteration
 // skips (O(1), like dict.pop), and the slots are compacted once holes outnumber entries.
+// The index is one flat array probed linearly (no node per key): each cell holds the key's
+// 32-bit hash and its slot, so a probe touches the key's bytes only when the hashes agree.
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <iterator>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -64,14 +68,18 @@ public:
     using iterator = Iter<typename Slots::iterator, Entry&>;
     using const_iterator = Iter<typename Slots::const_iterator, const Entry&>;
 
-    bool contains(const std::string& key) const { return index_.contains(key); }
-    std::size_t size() const { return index_.size(); }
-    bool empty() const { return index_.empty(); }
+    bool contains(const std::string& key) const { return find_cell(key, hash_of(key)) != kNone; }
+    std::size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
 
     V& operator[](const std::string& key) {
-        auto [it, inserted] = index_.try_emplace(key, slots_.size());
-        if (inserted) slots_.emplace_back(std::in_place, key, V{});
-        return slots_[it->second]->second;
+        const std::uint32_t hash = hash_of(key);
+        if (const std::size_t cell = find_cell(key, hash); cell != kNone) return slots_[slot_of(cells_[cell])]->second;
+        if ((size_ + 1) * 2 > cells_.size()) rehash(std::max<std::size_t>(16, cells_.size() * 2));
+        place(hash, slots_.size());
+        slots_.emplace_back(std::in_place, key, V{});
+        ++size_;
+        return slots_.back()->second;
     }
     const V& at(const std::string& key) const {
         const V* value = find(key);
@@ -79,28 +87,30 @@ public:
         return *value;
     }
     const V* find(const std::string& key) const {
-        auto it = index_.find(key);
-        return it == index_.end() ? nullptr : &slots_[it->second]->second;
+        const std::size_t cell = find_cell(key, hash_of(key));
+        return cell == kNone ? nullptr : &slots_[slot_of(cells_[cell])]->second;
     }
     V* find(const std::string& key) {
-        auto it = index_.find(key);
-        return it == index_.end() ? nullptr : &slots_[it->second]->second;
+        const std::size_t cell = find_cell(key, hash_of(key));
+        return cell == kNone ? nullptr : &slots_[slot_of(cells_[cell])]->second;
     }
     // Like Python's dict.pop: the rest keep their order. Invalidates pointers into the map.
     std::optional<V> erase(const std::string& key) {
-        auto it = index_.find(key);
-        if (it == index_.end()) return std::nullopt;
-        std::optional<Entry>& slot = slots_[it->second];
+        const std::size_t cell = find_cell(key, hash_of(key));
+        if (cell == kNone) return std::nullopt;
+        std::optional<Entry>& slot = slots_[slot_of(cells_[cell])];
         V value = std::move(slot->second);
         slot.reset();
-        index_.erase(it);
+        remove_cell(cell);
+        --size_;
         ++holes_;
-        if (holes_ > 16 && holes_ > index_.size()) compact();
+        if (holes_ > 16 && holes_ > size_) compact();
         return value;
     }
     void clear() {
         slots_.clear();
-        index_.clear();
+        cells_.assign(cells_.size(), 0);
+        size_ = 0;
         holes_ = 0;
     }
 
@@ -110,20 +120,60 @@ public:
     iterator end() { return {slots_.end(), slots_.end()}; }
 
 private:
+    // A cell: 0 when empty, else the key's 32-bit hash in the high half and its slot + 1 in the low half.
+    using Cell = std::uint64_t;
+    static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+
+    static std::uint32_t hash_of(const std::string& key) {
+        const std::size_t h = std::hash<std::string>{}(key);
+        return static_cast<std::uint32_t>(h ^ (h >> 32));
+    }
+    static std::uint32_t hash_in(Cell cell) { return static_cast<std::uint32_t>(cell >> 32); }
+    static std::size_t slot_of(Cell cell) { return static_cast<std::size_t>((cell & 0xffffffffu) - 1); }
+    std::size_t mask() const { return cells_.size() - 1; }
+
+    std::size_t find_cell(const std::string& key, std::uint32_t hash) const {
+        if (cells_.empty()) return kNone;
+        for (std::size_t at = hash & mask();; at = (at + 1) & mask()) {
+            const Cell cell = cells_[at];
+            if (cell == 0) return kNone;
+            if (hash_in(cell) == hash && slots_[slot_of(cell)]->first == key) return at;
+        }
+    }
+    void place(std::uint32_t hash, std::size_t slot) {
+        std::size_t at = hash & mask();
+        while (cells_[at] != 0) at = (at + 1) & mask();
+        cells_[at] = (static_cast<Cell>(hash) << 32) | static_cast<Cell>(slot + 1);
+    }
+    // Backward-shift deletion: later cells of the same probe run move up, so no tombstones remain.
+    void remove_cell(std::size_t hole) {
+        for (std::size_t at = (hole + 1) & mask(); cells_[at] != 0; at = (at + 1) & mask()) {
+            const std::size_t home = hash_in(cells_[at]) & mask();
+            const bool stays = hole <= at ? (hole < home && home <= at) : (hole < home || home <= at);
+            if (stays) continue;
+            cells_[hole] = cells_[at];
+            hole = at;
+        }
+        cells_[hole] = 0;
+    }
+    void rehash(std::size_t capacity) {
+        cells_.assign(capacity, 0);
+        for (std::size_t slot = 0; slot < slots_.size(); ++slot)
+            if (slots_[slot].has_value()) place(hash_of(slots_[slot]->first), slot);
+    }
     void compact() {
         Slots kept;
-        kept.reserve(index_.size());
+        kept.reserve(size_);
         for (auto& slot : slots_)
-            if (slot.has_value()) {
-                index_[slot->first] = kept.size();
-                kept.push_back(std::move(slot));
-            }
+            if (slot.has_value()) kept.push_back(std::move(slot));
         slots_ = std::move(kept);
         holes_ = 0;
+        rehash(cells_.size());
     }
 
     Slots slots_;
-    std::unordered_map<std::string, std::size_t> index_;  // lookup only, never iterated
+    std::vector<Cell> cells_;  // lookup only, never iterated; a power of two, at most half full
+    std::size_t size_ = 0;
     std::size_t holes_ = 0;
 };
 

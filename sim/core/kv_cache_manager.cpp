@@ -184,15 +184,14 @@ void KVCacheManager::free(const Request& request) {
 }
 
 std::vector<BlockId> KVCacheManager::take_blocks(const Request& request) {
-    const auto it = index_.find(request.id());
     std::vector<BlockId> ordered;
-    if (it == index_.end()) return ordered;
-    if (it->second.blocks != nullptr) {
-        ordered.assign(it->second.blocks->rbegin(), it->second.blocks->rend());
+    const std::optional<RequestEntries> entries = index_.erase(request.id());
+    if (!entries) return ordered;
+    if (entries->blocks != nullptr) {
+        ordered.assign(entries->blocks->rbegin(), entries->blocks->rend());
         req_to_blocks_.erase(request.id());
     }
-    if (it->second.num_cached != nullptr) num_cached_block_.erase(request.id());
-    index_.erase(it);
+    if (entries->num_cached != nullptr) num_cached_block_.erase(request.id());
     return ordered;
 }
 
@@ -222,8 +221,7 @@ bool KVCacheManager::has_blocks(const std::string& request_id) const {
 }
 
 const KVCacheManager::RequestEntries* KVCacheManager::entries_of(const std::string& id) const {
-    const auto it = index_.find(id);
-    return it == index_.end() ? nullptr : &it->second;
+    return index_.find(id);
 }
 
 std::vector<BlockId>& KVCacheManager::table_for(const std::string& id) {

@@ -5,9 +5,9 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "sim/common/ordered_map.h"
 #include "sim/core/block_pool.h"
 #include "sim/core/request.h"
 
@@ -101,11 +101,11 @@ private:
     int max_model_len_;
     bool enable_caching_;
     // Upstream's two dicts, sorted by id for the checkers (all_request_blocks). Every lookup goes
-    // through index_, one hash per access instead of a tree walk of string compares; map nodes do
+    // through index_, one flat-hash probe per access instead of a tree walk of string compares; map nodes do
     // not move, so its pointers hold until the entry is erased. index_ is never iterated.
     std::map<std::string, std::vector<BlockId>> req_to_blocks_;
     std::map<std::string, int> num_cached_block_;
-    std::unordered_map<std::string, RequestEntries> index_;
+    OrderedMap<RequestEntries> index_;  // its order is insertion order, never used
 };
 
 }  // namespace kvsim

@@ -36,12 +36,9 @@ struct CachedRequestData {
 
 // The core's current block tables, readable by the connector while it builds metadata.
 struct KVConnectorBlockState {
-    std::map<std::string, std::vector<BlockId>> block_ids;
+    OrderedMap<std::vector<BlockId>> block_ids;  // a dict upstream; only looked up here
 
-    const std::vector<BlockId>* get_block_ids(const std::string& req_id) const {
-        auto it = block_ids.find(req_id);
-        return it == block_ids.end() ? nullptr : &it->second;
-    }
+    const std::vector<BlockId>* get_block_ids(const std::string& req_id) const { return block_ids.find(req_id); }
 };
 
 struct SchedulerOutput {

@@ -45,8 +45,7 @@ MooncakeStoreScheduler::MooncakeStoreScheduler(const ConnectorSpec& spec, const 
       log_(log) {}
 
 const RequestTracker* MooncakeStoreScheduler::tracker(const std::string& req_id) const {
-    auto it = request_trackers_.find(req_id);
-    return it == request_trackers_.end() ? nullptr : &it->second;
+    return request_trackers_.find(req_id);
 }
 
 MatchResult MooncakeStoreScheduler::get_num_new_matched_tokens(Request& request, int num_computed_tokens) {
@@ -124,7 +123,7 @@ void MooncakeStoreScheduler::forget_finished_and_preempted(const SchedulerOutput
     }
     for (const auto& id : output.preempted_req_ids) {
         load_specs_.erase(id);
-        if (auto it = request_trackers_.find(id); it != request_trackers_.end()) it->second.reset();
+        if (RequestTracker* tracker = request_trackers_.find(id)) tracker->reset();
         unfinished_requests_.erase(id);
     }
 }
@@ -198,11 +197,11 @@ void MooncakeStoreScheduler::add_running_request(StoreMetadata& meta, const Sche
                                                  const std::optional<GroupBlockIds>& new_block_ids) {
     const CachedRequestData& cached = output.scheduled_cached_reqs;
     const std::string& req_id = cached.req_ids[i];
-    auto tracker_it = request_trackers_.find(req_id);
-    if (tracker_it == request_trackers_.end())
+    RequestTracker* found = request_trackers_.find(req_id);
+    if (found == nullptr)
         throw UpstreamAssertion("store_tracker_missing", site("build_connector_meta"),
                                 fmt::format("KeyError: '{}'", req_id), req_id);
-    RequestTracker& tracker = tracker_it->second;
+    RequestTracker& tracker = *found;
     // store_tracker_rewind=on (kvsim's fix): the core rewound num_computed_tokens below the tracker
     // (a failed sync load is recomputed), so the tracker and its save watermark follow it.
     if (variant_.store_tracker_rewind == StoreTrackerRewind::on && cached.num_computed_tokens[i] < tracker.token_len) {
@@ -231,6 +230,7 @@ void MooncakeStoreScheduler::add_running_request(StoreMetadata& meta, const Sche
 // MooncakeStoreScheduler.build_connector_meta @ a83dffb9ea007219cd877492e020ec6bee45c6a3: requests with pending load
 // specs, scheduled neither as new nor as cached.
 void MooncakeStoreScheduler::add_pending_load_requests(StoreMetadata& meta, const SchedulerOutput& output) {
+    if (load_specs_.empty()) return;  // every entry below would find no load spec to pop
     const bool is_consumer = spec_.role == KvRole::kv_consumer;
     std::set<std::string> scheduled;
     for (const auto& nr : output.scheduled_new_reqs) scheduled.insert(nr.req_id);
@@ -296,8 +296,7 @@ void MooncakeStoreScheduler::apply_current_save_block_ids(StoreMetadata& meta, c
             log_.event(EventCategory::warn,
                        "Missing current block table for store request {request}; skipping its save this step")
                 .request(m.req_id);
-        if (auto it = request_trackers_.find(m.req_id); it != request_trackers_.end())
-            it->second.num_saved_tokens = m.token_ids_start;
+        if (RequestTracker* tracker = request_trackers_.find(m.req_id)) tracker->num_saved_tokens = m.token_ids_start;
     }
     meta.requests = std::move(kept);
 }
@@ -324,8 +323,7 @@ void MooncakeStoreScheduler::defer_saves_over_loading_blocks(StoreMetadata& meta
         if (std::none_of(blocks.begin(), blocks.begin() + static_cast<std::ptrdiff_t>(end),
                          [&](BlockId b) { return loading.contains(b); }))
             return false;
-        if (auto it = request_trackers_.find(m.req_id); it != request_trackers_.end())
-            it->second.num_saved_tokens = m.token_ids_start;
+        if (RequestTracker* tracker = request_trackers_.find(m.req_id)) tracker->num_saved_tokens = m.token_ids_start;
         log_.event(EventCategory::warn, "store save of {request} deferred: a load of this step writes its blocks")
             .request(m.req_id);
         return true;

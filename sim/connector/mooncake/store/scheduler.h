@@ -111,7 +111,7 @@ private:
     BlockPool* pool_ = nullptr;
 
     std::map<std::string, LoadSpec> load_specs_;
-    std::map<std::string, RequestTracker> request_trackers_;
+    OrderedMap<RequestTracker> request_trackers_;  // looked up, never iterated
     OrderedMap<UnfinishedEntry> unfinished_requests_;  // dict insertion order drives the pending branch
     std::set<std::string> unfinished_request_ids_;
     std::map<std::string, int> pending_lookups_;  // LookupKeyClient.futures: the hit computed at submission
