@@ -19,7 +19,7 @@ TokenId sampled_token(const std::string& request_id, int position) {
 }
 
 Engine::Engine(const Trace& trace, const Variant& variant)
-    : trace_(trace), variant_(variant), prng_(trace.run.seed), scripted_(trace) {
+    : trace_(trace), segments_(trace), variant_(variant), prng_(trace.run.seed), scripted_(trace) {
     env_.config = trace.workers;
     env_.prng = &prng_;
     env_.faults = &faults_;
@@ -53,7 +53,7 @@ Engine::Engine(const Trace& trace, const Variant& variant)
 void Engine::seed_store() {
     const int bs = trace_.engine.block_size;
     for (const auto& entry : trace_.store) {
-        const auto tokens = trace_.concat_segments(entry.prefix);
+        const auto tokens = segments_.concat(entry.prefix);
         BlockHash parent = kNoneHash;
         for (std::size_t start = 0; start + static_cast<std::size_t>(bs) <= tokens.size(); start += static_cast<std::size_t>(bs)) {
             parent = hash_block_tokens(parent, std::span<const TokenId>(tokens).subspan(start, static_cast<std::size_t>(bs)));
@@ -101,7 +101,7 @@ void Engine::apply_arrive(int step, const ArriveEvent& arrive) {
     params.do_remote_prefill = arrive.remote_prefill;
     params.do_remote_decode = arrive.remote_decode;
     if (arrive.external >= 0) params.external_tokens = arrive.external;
-    scheduler_->add_request(std::make_unique<Request>(arrive.request_id, trace_.prompt_tokens(arrive),
+    scheduler_->add_request(std::make_unique<Request>(arrive.request_id, segments_.concat(arrive.prompt),
                                                       arrive.max_tokens, trace_.engine.block_size, step, params));
 }
 

@@ -82,6 +82,7 @@ private:
     void seed_store();
 
     const Trace& trace_;
+    SegmentIndex segments_;
     Variant variant_;
     EventLog log_;
     Prng prng_;

@@ -20,6 +20,18 @@ std::vector<std::int32_t> Trace::concat_segments(const std::vector<std::string>&
     return out;
 }
 
+SegmentIndex::SegmentIndex(const Trace& trace) {
+    for (const Segment& s : trace.segments) by_name_.try_emplace(s.name, &s);
+}
+
+std::vector<std::int32_t> SegmentIndex::concat(const std::vector<std::string>& names) const {
+    std::vector<std::int32_t> out;
+    for (const std::string& name : names)
+        if (const auto it = by_name_.find(name); it != by_name_.end())
+            out.insert(out.end(), it->second->tokens.begin(), it->second->tokens.end());
+    return out;
+}
+
 std::vector<std::int32_t> Trace::prompt_tokens(const ArriveEvent& arrive) const {
     return concat_segments(arrive.prompt);
 }

@@ -2,8 +2,10 @@
 // The trace: everything that determines one run (sim/trace/README.md).
 // Text form: see trace_schema.cpp (the key table) and `kvsim format`.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -208,6 +210,17 @@ struct Trace {
     const Segment* find_segment(std::string_view name) const;
     std::vector<std::int32_t> prompt_tokens(const ArriveEvent& arrive) const;
     std::vector<std::int32_t> concat_segments(const std::vector<std::string>& names) const;
+};
+
+// A trace's segments by name, for a reader that looks up many prompts (the engine: one per
+// arrival); Trace::find_segment walks the list. The trace must outlive it, unchanged.
+class SegmentIndex {
+public:
+    explicit SegmentIndex(const Trace& trace);
+    std::vector<std::int32_t> concat(const std::vector<std::string>& names) const;
+
+private:
+    std::map<std::string_view, const Segment*> by_name_;  // the first of a name, as find_segment
 };
 
 inline constexpr EnumNames<KvRole, 3> kKvRoleNames = {{
