@@ -10,9 +10,11 @@ namespace kvsim {
 
 void InflightWriteChecker::forward_dispatched(std::int64_t batch, const std::string& req_id,
                                               const std::vector<BlockId>& blocks) {
+    if (blocks.empty()) return;  // nothing it writes can be reused or loaded into
     const BlockPool& pool = scheduler_.kv_cache_manager().block_pool();
-    ForwardWrite write{.batch = batch, .req_id = req_id, .blocks = blocks, .generations = {}, .loaded = {}};
-    for (BlockId b : blocks) write.generations.push_back(pool.block(b).generation);
+    ForwardWrite write{.batch = batch, .req_id = req_id, .blocks = {}, .loaded = {}};
+    write.blocks.reserve(blocks.size());
+    for (BlockId b : blocks) write.blocks.push_back({.block = b, .generation = pool.block(b).generation});
     in_flight_.push_back(std::move(write));
 }
 
@@ -23,9 +25,8 @@ void InflightWriteChecker::forward_completed(std::int64_t batch) {
         if (write.batch != batch) continue;
         const std::vector<BlockId>& table = kvm.get_block_ids(write.req_id);
         std::vector<BlockId> reused;
-        for (std::size_t i = 0; i < write.blocks.size(); ++i) {
-            const BlockId b = write.blocks[i];
-            const bool regenerated = kvm.block_pool().block(b).generation != write.generations[i];
+        for (const auto& [b, generation] : write.blocks) {
+            const bool regenerated = kvm.block_pool().block(b).generation != generation;
             const bool loaded = std::find(write.loaded.begin(), write.loaded.end(), b) != write.loaded.end();
             if (regenerated && loaded && std::find(table.begin(), table.end(), b) == table.end()) reused.push_back(b);
         }
@@ -46,7 +47,7 @@ void InflightWriteChecker::load_written(const std::string& req_id, const std::ve
         if (write.req_id == req_id) continue;
         std::vector<BlockId> shared;
         for (BlockId b : blocks)
-            if (b != kNullBlockId && std::find(write.blocks.begin(), write.blocks.end(), b) != write.blocks.end())
+            if (b != kNullBlockId && write.writes(b))
                 shared.push_back(b);
         if (shared.empty()) continue;
         write.loaded.insert(write.loaded.end(), shared.begin(), shared.end());

@@ -8,6 +8,7 @@
 //   writes (`load_under_inflight_write`): the two writes are not ordered.
 // Under synchronous scheduling a batch completes in the step that dispatched it, before any later
 // allocation, so neither can happen.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,13 +35,20 @@ public:
     std::vector<Violation> take_violations();
 
 private:
-    // One request's share of one dispatched batch, with its blocks' generations at dispatch.
+    // A block a forward pass writes, with its generation at dispatch.
+    struct WrittenBlock {
+        BlockId block = 0;
+        std::uint64_t generation = 0;
+    };
+    // One request's share of one dispatched batch.
     struct ForwardWrite {
         std::int64_t batch = 0;
         std::string req_id;
-        std::vector<BlockId> blocks;
-        std::vector<std::uint64_t> generations;
+        std::vector<WrittenBlock> blocks;
         std::vector<BlockId> loaded;  // blocks another request's load wrote while this write was in flight
+        bool writes(BlockId b) const {
+            return std::any_of(blocks.begin(), blocks.end(), [b](const WrittenBlock& w) { return w.block == b; });
+        }
     };
 
     const Scheduler& scheduler_;

@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <cstring>
 #include <iterator>
 #include <optional>
 #include <stdexcept>
@@ -124,9 +124,41 @@ private:
     using Cell = std::uint64_t;
     static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
 
+    // Keys are short ids: eight bytes at a time, the last one to eight packed by overlapping
+    // loads (no loop, no call), then murmur3's 64-bit finaliser. Inline, where std::hash's
+    // out-of-line _Hash_bytes and operator=='s memcmp call were 5 % and 8 % of a step at N = 4,096.
+    static std::uint64_t load(const char* at, std::size_t bytes) {  // bytes: 1, 4 or 8, a constant at each call
+        std::uint64_t word = 0;
+        std::memcpy(&word, at, bytes);
+        return word;
+    }
+    // The last 1 to 8 bytes as one word, distinct for distinct bytes of the same length.
+    static std::uint64_t pack_tail(const char* at, std::size_t n) {
+        if (n >= 4) return (load(at, 4) << 32) | load(at + n - 4, 4);
+        if (n == 0) return 0;
+        return (load(at, 1) << 16) | (load(at + n / 2, 1) << 8) | load(at + n - 1, 1);
+    }
     static std::uint32_t hash_of(const std::string& key) {
-        const std::size_t h = std::hash<std::string>{}(key);
-        return static_cast<std::uint32_t>(h ^ (h >> 32));
+        const char* at = key.data();
+        std::size_t left = key.size();
+        std::uint64_t h = 0x9e3779b97f4a7c15ull ^ left;
+        for (; left > 8; at += 8, left -= 8) h = (h ^ load(at, 8)) * 0xff51afd7ed558ccdull;
+        h ^= pack_tail(at, left);
+        h ^= h >> 33;
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 33;
+        h *= 0xc4ceb9fe1a85ec53ull;
+        h ^= h >> 33;
+        return static_cast<std::uint32_t>(h);
+    }
+    static bool same_key(const std::string& a, const std::string& b) {
+        if (a.size() != b.size()) return false;
+        const char* x = a.data();
+        const char* y = b.data();
+        std::size_t left = a.size();
+        for (; left > 8; x += 8, y += 8, left -= 8)
+            if (load(x, 8) != load(y, 8)) return false;
+        return pack_tail(x, left) == pack_tail(y, left);
     }
     static std::uint32_t hash_in(Cell cell) { return static_cast<std::uint32_t>(cell >> 32); }
     static std::size_t slot_of(Cell cell) { return static_cast<std::size_t>((cell & 0xffffffffu) - 1); }
@@ -137,7 +169,7 @@ private:
         for (std::size_t at = hash & mask();; at = (at + 1) & mask()) {
             const Cell cell = cells_[at];
             if (cell == 0) return kNone;
-            if (hash_in(cell) == hash && slots_[slot_of(cell)]->first == key) return at;
+            if (hash_in(cell) == hash && same_key(slots_[slot_of(cell)]->first, key)) return at;
         }
     }
     void place(std::uint32_t hash, std::size_t slot) {

@@ -190,10 +190,10 @@ void Engine::report_forward_writes(const SchedulerOutput& output) {
         if (slot == nullptr || n <= 0) continue;
         const int end = (*slot)->num_computed_tokens;
         const std::vector<BlockId>& table = scheduler_->kv_cache_manager().get_block_ids(id);
-        std::vector<BlockId> written;
+        forward_written_.clear();
         for (int b = (end - n) / bs; b <= (end - 1) / bs && b < static_cast<int>(table.size()); ++b)
-            if (table[static_cast<std::size_t>(b)] != kNullBlockId) written.push_back(table[static_cast<std::size_t>(b)]);
-        env_.observer->forward_dispatched(output.sched_seq, id, written);
+            if (table[static_cast<std::size_t>(b)] != kNullBlockId) forward_written_.push_back(table[static_cast<std::size_t>(b)]);
+        env_.observer->forward_dispatched(output.sched_seq, id, forward_written_);
     }
 }
 

@@ -97,6 +97,7 @@ private:
     std::size_t next_event_ = 0;
     int last_step_ = -1;
     std::vector<std::string> stops_;  // requests that sample EOS in this step's output
+    std::vector<BlockId> forward_written_;  // report_forward_writes' buffer, kept for its capacity
     std::shared_ptr<const ConnectorMetadata> last_connector_metadata_;
     std::function<void(const SchedulerOutput&)> schedule_probe_;
 };
