@@ -425,6 +425,22 @@ TEST_CASE("async load: 0 new tokens / ext blocks / hashing delayed", "[kv_cache_
     CHECK(m.block_pool().block(2).hash == r.block_hashes()[1]);
 }
 
+TEST_CASE("cache_blocks with a negative count caches nothing, as upstream's floor division does", "[kv_cache_manager]") {
+    // AsyncScheduler passes num_computed_tokens - num_output_placeholders: -1 once a failed load
+    // rewound a request to 0 that kept its placeholder (issue #45138). Upstream returns (-1 // 16 = -1
+    // full blocks, below the cached count); the model once stopped the run with an internal error.
+    KVCacheManager m = make_manager(11);
+    Request r = make_request("r", range(0, 40));
+    const auto got = m.allocate_slots(r, 0, 0, {}, 0, 32, /*delay_cache_blocks=*/true);
+    REQUIRE(got.has_value());
+    REQUIRE_NOTHROW(m.cache_blocks(r, -1));
+    CHECK_FALSE(hashed(m, 1));
+    CHECK_FALSE(hashed(m, 2));
+    m.cache_blocks(r, 32);  // a later non-negative count still caches
+    CHECK(hashed(m, 1));
+    CHECK(hashed(m, 2));
+}
+
 TEST_CASE("external tokens after local hits", "[kv_cache_manager]") {
     KVCacheManager m = make_manager(11);
     Request a = make_request("a", range(0, 40));

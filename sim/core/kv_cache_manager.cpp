@@ -199,7 +199,10 @@ std::vector<BlockId> KVCacheManager::take_blocks(const Request& request) {
 // with single_type_kv_cache_manager.py SingleTypeKVCacheManager.cache_blocks @ 129ab7c60cbb8eb11e875373e67f7e521b74aa30
 void KVCacheManager::cache_blocks(const Request& request, int num_computed_tokens) {
     if (!enable_caching_) return;
-    require(num_computed_tokens >= 0, "{}: cache_blocks with {} tokens", request.id(), num_computed_tokens);
+    // A negative count (AsyncScheduler passes num_computed_tokens - num_output_placeholders, below zero
+    // when a failed load rewound a request that kept its placeholders, issue #45138) caches nothing:
+    // upstream's floor division gives at most -1 full blocks, never above the cached count.
+    if (num_computed_tokens < 0) return;
     const RequestEntries* entries = entries_of(request.id());
     const int num_cached_blocks = entries == nullptr || entries->num_cached == nullptr ? 0 : *entries->num_cached;
     const int num_full_blocks = num_computed_tokens / block_size_;
