@@ -59,7 +59,7 @@ int KVCacheManager::num_blocks_to_allocate(const std::string& request_id, int nu
     const RequestEntries* entries = entries_of(request_id);
     const int num_req_blocks =
         entries == nullptr || entries->blocks == nullptr ? 0 : static_cast<int>(entries->blocks->size());
-    if (entries != nullptr && entries->num_cached != nullptr) {
+    if (entries != nullptr && entries->num_cached) {
         require(new_computed_blocks.empty(), "{}: a running request won't have any new prefix-cache hits",
                 request_id);
         return std::max(num_required_blocks - num_req_blocks, 0);
@@ -148,7 +148,7 @@ void KVCacheManager::check_allocate_arguments(const std::string& id, int num_new
 // a tracked request returns early, without blocks for its external tokens.
 void KVCacheManager::allocate_new_computed_blocks(const std::string& id, const std::vector<BlockId>& new_computed_blocks,
                                                   int num_local_computed_tokens, int num_external_computed_tokens) {
-    if (const RequestEntries* entries = entries_of(id); entries != nullptr && entries->num_cached != nullptr) return;
+    if (const RequestEntries* entries = entries_of(id); entries != nullptr && entries->num_cached) return;
     std::vector<BlockId>& req_blocks = table_for(id);
     require(req_blocks.empty(), "{}: a new request already holds {} blocks", id, req_blocks.size());
     if (enable_caching_) pool_.touch(new_computed_blocks);
@@ -191,7 +191,6 @@ std::vector<BlockId> KVCacheManager::take_blocks(const Request& request) {
         ordered.assign(entries->blocks->rbegin(), entries->blocks->rend());
         req_to_blocks_.erase(request.id());
     }
-    if (entries->num_cached != nullptr) num_cached_block_.erase(request.id());
     return ordered;
 }
 
@@ -204,7 +203,7 @@ void KVCacheManager::cache_blocks(const Request& request, int num_computed_token
     // upstream's floor division gives at most -1 full blocks, never above the cached count.
     if (num_computed_tokens < 0) return;
     const RequestEntries* entries = entries_of(request.id());
-    const int num_cached_blocks = entries == nullptr || entries->num_cached == nullptr ? 0 : *entries->num_cached;
+    const int num_cached_blocks = entries == nullptr ? 0 : entries->num_cached.value_or(0);
     const int num_full_blocks = num_computed_tokens / block_size_;
     if (num_cached_blocks >= num_full_blocks) return;
     pool_.cache_full_blocks(request.block_hashes(), table_for(request.id()), num_cached_blocks, num_full_blocks);
@@ -234,9 +233,7 @@ std::vector<BlockId>& KVCacheManager::table_for(const std::string& id) {
 }
 
 void KVCacheManager::set_num_cached(const std::string& id, int num_cached_blocks) {
-    RequestEntries& entries = index_[id];
-    if (entries.num_cached == nullptr) entries.num_cached = &num_cached_block_[id];
-    *entries.num_cached = num_cached_blocks;
+    index_[id].num_cached = num_cached_blocks;
 }
 
 }  // namespace kvsim

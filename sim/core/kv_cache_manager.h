@@ -31,7 +31,7 @@ class KVCacheManager {
 public:
     KVCacheManager(std::uint32_t num_blocks, int block_size, int max_model_len, bool enable_caching,
                    FreeOrder free_order);
-    // The index points into the maps: a copy would point into the original's. Moves keep map nodes.
+    // The index points into req_to_blocks_: a copy would point into the original's. Moves keep map nodes.
     KVCacheManager(const KVCacheManager&) = delete;
     KVCacheManager& operator=(const KVCacheManager&) = delete;
     KVCacheManager(KVCacheManager&&) = default;
@@ -87,10 +87,11 @@ private:
     int num_blocks_to_allocate(const std::string& request_id, int num_tokens,
                                const std::vector<BlockId>& new_computed_blocks) const;
 
-    // One request's entries in the two maps below (null where it has none).
+    // One request's entries in upstream's two dicts: its req_to_blocks table (null where it has none)
+    // and its num_cached_block count (absent where untracked).
     struct RequestEntries {
         std::vector<BlockId>* blocks = nullptr;
-        int* num_cached = nullptr;
+        std::optional<int> num_cached;
     };
     const RequestEntries* entries_of(const std::string& id) const;
     std::vector<BlockId>& table_for(const std::string& id);  // req_to_blocks[id]: a defaultdict's entry appears
@@ -100,12 +101,12 @@ private:
     int block_size_;
     int max_model_len_;
     bool enable_caching_;
-    // Upstream's two dicts, sorted by id for the checkers (all_request_blocks). Every lookup goes
-    // through index_, one flat-hash probe per access instead of a tree walk of string compares; map nodes do
-    // not move, so its pointers hold until the entry is erased. index_ is never iterated.
+    // req_to_blocks, sorted by id for the checkers (all_request_blocks); num_cached_block, never
+    // iterated, lives in index_ itself. Every lookup goes through index_, one flat-hash probe per
+    // access instead of a tree walk of string compares; map nodes do not move, so its pointers hold
+    // until the entry is erased. index_ is never iterated.
     std::map<std::string, std::vector<BlockId>> req_to_blocks_;
-    std::map<std::string, int> num_cached_block_;
-    OrderedMap<RequestEntries> index_;  // its order is insertion order, never used
+    OrderedMap<RequestEntries> index_;
 };
 
 }  // namespace kvsim
