@@ -53,6 +53,8 @@ const std::map<std::string, std::string>& trace_of_patch() {
         {"rollback_placeholders_on_failed_load", "failed_load_keeps_async_placeholders"},
         {"defer_free_for_loading_producer", "inflight_write_producer_store_load"},
         {"cap_failed_load_full_prompt", "shared_failed_block_keeps_full_prompt"},
+        {"defer_save_over_sync_load+store_tracker_rewind", "failed_sync_load_shared_prefix_saved_with_tracker_not_rewound"},
+        {"discard_inflight_on_failed_load+pin_aware_preemption", "async_load_self_reservation_with_pin_cascade"},
     };
     return table;
 }
