@@ -51,7 +51,7 @@ void print(benchmark::State& state, int count) {
 // LLVMFuzzerCustomMutator's work: parse (or repair), mutate, normalize, print.
 void mutate(benchmark::State& state, int count) {
     const std::vector<std::string> texts = fuzz_inputs(count);
-    const fuzz::TextOptions options{.max_size = 8192, .variant = "v0.30.0", .byte_mutate = {}};
+    const fuzz::TextOptions options{.max_size = 8192, .variant = "v0.30.0", .byte_mutate = {}, .cache = nullptr};
     std::uint64_t seed = 1;
     for (auto _ : state)
         for (const std::string& text : texts) benchmark::DoNotOptimize(fuzz::mutate_text(text, seed++, options).size());

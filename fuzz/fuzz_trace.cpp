@@ -1,7 +1,11 @@
 // kvsim_fuzz_trace: the trace fuzzer (fuzz/README.md).
 //
 // Input: trace text. It runs under the campaign's variant with every checker on (and the
-// determinism replay on every Nth input: KVSIM_FUZZ_DETERMINISM=N, default 16, 0 = never). A failing
+// determinism replay on every Nth input: KVSIM_FUZZ_DETERMINISM=N, default 16, 0 = never), for at
+// most its step budget; it stops as a hang when it makes no progress for its hang budget, and the
+// checkers sweep all blocks every budget::kSweepPeriod steps and at the end, judging in between
+// what each step touched (fuzz/mutator/trace_mutator.h). A NEW finding is run again as `kvsim run`
+// runs it (a sweep every step, no hang budget), and that run decides what is reported. A failing
 // run is classified against the registry of known findings (properties/findings/known_findings.txt):
 // a KNOWN finding is counted and the fuzzing goes on; a NEW one (or a kvsim internal error) prints
 //   kvsim-finding: verdict=<v> signature=<sig> variant=<V>
@@ -11,9 +15,9 @@
 // with a third line `kvsim-known: <id>`. -kvsim_stop_on=SIG (or KVSIM_FUZZ_STOP_ON=SIG) aborts on the
 // first finding whose signature starts with SIG, known or not (scripts/bench's detection times).
 // Counts (executions, passes, ignored inputs, known findings by id, runs under each scheduling mode
-// as the engine resolves it) are printed at exit as one line
+// as the engine resolves it, texts found parsed in the trace cache) are printed at exit as one line
 //   kvsim-fuzz-stats: {"variant":...,"executions":N,"passed":N,"ignored":N,"known":{"id":N,...},
-//                      "async_scheduling":{"off":N,"on":N}}
+//                      "async_scheduling":{"off":N,"on":N},"trace_cache":{"hits":N,"misses":N}}
 // and, with KVSIM_FUZZ_STATS=PREFIX, also kept in PREFIX.<pid>.json (rewritten every 500
 // executions and at exit, so that a process stopped by a signal leaves its counts too).
 // Input that does not parse, or whose work is beyond the budget (fuzz/mutator/trace_mutator.h), is
@@ -67,6 +71,8 @@ struct Campaign {
     std::uint64_t executions = 0, passed = 0, ignored = 0;
     std::map<std::string, std::uint64_t> known;  // registry id -> runs
     std::uint64_t runs_async_off = 0, runs_async_on = 0;  // inputs run, by resolved async_scheduling
+    kvsim::fuzz::TraceCache traces;  // the texts parsed so far: the mutator's parents and outputs
+    std::uint64_t new_rerun = 0;  // NEW findings of the search's options, run again as kvsim run does
 };
 
 // KVSIM_FUZZ_DETERMINISM=N: replay every Nth input twice (0: never); exits 64 on a value that is not a count.
@@ -91,7 +97,9 @@ std::string stats_json() {
     return nlohmann::json{{"variant", g_campaign->variant_name}, {"pid", ::getpid()},
                           {"executions", g_campaign->executions}, {"passed", g_campaign->passed},
                           {"ignored", g_campaign->ignored}, {"known", known},
-                          {"async_scheduling", {{"off", g_campaign->runs_async_off}, {"on", g_campaign->runs_async_on}}}}
+                          {"async_scheduling", {{"off", g_campaign->runs_async_off}, {"on", g_campaign->runs_async_on}}},
+                          {"trace_cache", {{"hits", g_campaign->traces.hits()}, {"misses", g_campaign->traces.misses()}}},
+                          {"new_rerun", g_campaign->new_rerun}}
         .dump();
 }
 
@@ -122,6 +130,14 @@ bool flag_on(const char* value) { return value != nullptr && std::strcmp(value, 
     print_stats_at_exit();
     std::fflush(stderr);
     std::abort();
+}
+
+// Reports a kvsim internal error; otherwise the registry's entry for a failing run (null: NEW, or a pass).
+const kvsim::KnownEntry* judge(const kvsim::Trace& trace, const kvsim::RunResult& result,
+                               const kvsim::RunOptions& options) {
+    if (result.internal_error) report("internal-error", kvsim::internal_error_signature(result.message), result.message);
+    if (result.verdict == kvsim::Verdict::pass) return nullptr;
+    return kvsim::classify(kvsim::builtin_registry(), trace, g_campaign->variant, result, options);
 }
 
 }  // namespace
@@ -188,7 +204,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string_view text(reinterpret_cast<const char*>(data), size);
     kvsim::Trace trace;
     try {
-        trace = kvsim::parse_trace(text, "<input>");
+        trace = g_campaign->traces.parsed(text);
     } catch (const kvsim::InputError&) {
         ++g_campaign->ignored;
         return 0;  // the mutator repairs such inputs; as an input it is simply not a trace
@@ -204,14 +220,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::uint64_t input = g_campaign->inputs++;
     const bool replay = g_campaign->determinism_every > 0 && input % g_campaign->determinism_every == 0;
     // muted unless replayed; a failing input runs again with its events for the classifier
-    const kvsim::RunResult result = kvsim::run_for_search(
-        trace, g_campaign->variant, kvsim::RunOptions{.check_determinism = replay, .step_checks = false});
-    if (result.internal_error) report("internal-error", kvsim::internal_error_signature(result.message), result.message);
+    kvsim::RunOptions options{.check_determinism = replay,
+                              .sweep_period = kvsim::fuzz::budget::kSweepPeriod,
+                              .step_checks = false,
+                              .stall_steps = kvsim::fuzz::stall_budget(trace)};
+    kvsim::RunResult result = kvsim::run_for_search(trace, g_campaign->variant, options);
+    const kvsim::KnownEntry* known = judge(trace, result, options);
+    if (result.verdict != kvsim::Verdict::pass && known == nullptr) {
+        // a NEW finding is reported as `kvsim run` gives it: every checker sweeping every step, no hang budget
+        ++g_campaign->new_rerun;
+        options.sweep_period = 0;
+        options.stall_steps = 0;
+        result = kvsim::run_for_search(trace, g_campaign->variant, options);
+        known = judge(trace, result, options);
+    }
     if (result.verdict == kvsim::Verdict::pass) {
         ++g_campaign->passed;
         return 0;
     }
-    const kvsim::KnownEntry* known = kvsim::classify(kvsim::builtin_registry(), trace, g_campaign->variant, result);
     const bool stop = !g_campaign->stop_on.empty() && result.signature.starts_with(g_campaign->stop_on);
     if (known == nullptr || g_campaign->abort_on_any || stop)
         report(kvsim::to_string(result.verdict), result.signature, result.message, known);
@@ -225,6 +251,7 @@ extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t s
     options.max_size = max_size;
     options.variant = g_campaign->variant_name;
     options.byte_mutate = &LLVMFuzzerMutate;
+    options.cache = &g_campaign->traces;
     const std::string out =
         kvsim::fuzz::mutate_text(std::string_view(reinterpret_cast<const char*>(data), size), seed, options);
     if (out.empty()) return size <= max_size && size > 0 ? size : (max_size > 0 ? 1 : 0);  // max_len too small
@@ -238,6 +265,7 @@ extern "C" std::size_t LLVMFuzzerCustomCrossOver(const std::uint8_t* data1, std:
     kvsim::fuzz::TextOptions options;
     options.max_size = max_out_size;
     options.variant = g_campaign->variant_name;
+    options.cache = &g_campaign->traces;
     const std::string child = kvsim::fuzz::cross_over_text(std::string_view(reinterpret_cast<const char*>(data1), size1),
                                                            std::string_view(reinterpret_cast<const char*>(data2), size2),
                                                            seed, options);

@@ -713,6 +713,10 @@ std::vector<Event> imported_events(const Trace& child, const Trace& b,
     return out;
 }
 
+Trace parent(std::string_view text, std::uint64_t seed, const TextOptions& options) {
+    return options.cache != nullptr ? options.cache->repaired(text, seed) : repair(text, seed);
+}
+
 std::string fit_and_print(Trace t, const TextOptions& options) {
     if (!options.variant.empty()) t.run.variant = options.variant;
     std::string text = print_trace(t);
@@ -729,6 +733,7 @@ std::string fit_and_print(Trace t, const TextOptions& options) {
         text = print_trace(t);
     }
     if (text.size() > options.max_size) return {};
+    if (options.cache != nullptr) options.cache->printed(text, t);
     return text;
 }
 
@@ -805,7 +810,7 @@ Trace cross_over(const Trace& a, const Trace& b, Prng& rng) {
 
 std::string mutate_text(std::string_view input, std::uint64_t seed, const TextOptions& options) {
     Prng rng(seed);
-    Trace t = repair(input, rng.next());
+    Trace t = parent(input, rng.next(), options);
     if (options.byte_mutate && rng.below(kByteMutationOdds) == 0) {
         // Byte-level mutation of the printed text (libFuzzer's own mutators, with the .dict), then repair.
         const std::string text = print_trace(t);
@@ -824,8 +829,8 @@ std::string mutate_text(std::string_view input, std::uint64_t seed, const TextOp
 
 std::string cross_over_text(std::string_view a, std::string_view b, std::uint64_t seed, const TextOptions& options) {
     Prng rng(seed);
-    const Trace ta = repair(a, rng.next());
-    const Trace tb = repair(b, rng.next());
+    const Trace ta = parent(a, rng.next(), options);
+    const Trace tb = parent(b, rng.next(), options);
     return fit_and_print(cross_over(ta, tb, rng), options);
 }
 

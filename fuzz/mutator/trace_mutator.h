@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fuzz/mutator/trace_cache.h"
 #include "sim/common/prng.h"
 #include "sim/trace/trace.h"
 
@@ -64,6 +65,9 @@ inline constexpr std::int64_t kMaxSegmentTokens = 1 << 16;  // sum of segment le
 inline constexpr int kMaxRanks = 16;
 inline constexpr int kMaxDelay = 1000;  // every worker delay, stand_in load_delay and fault steps
 inline constexpr std::size_t kMaxInputBytes = 1 << 20;
+// The target's full checker sweeps (RunOptions::sweep_period): every 16th step and after the last;
+// the steps between are judged on what they touched. `kvsim run` sweeps a small pool every step.
+inline constexpr int kSweepPeriod = 16;
 }  // namespace budget
 
 // One structural mutation. Each changes one part of the trace; normalize() repairs the rest.
@@ -114,6 +118,10 @@ bool normalize(Trace& trace);
 // line that can be salvaged (lenient per-key parsing, unknown keys and bad values skipped), then
 // normalize(). A trace with no request gets one, drawn from `seed`.
 Trace repair(std::string_view text, std::uint64_t seed);
+// repair() in its two parts: the text's trace (parsed or salvaged) normalized, which the seed
+// does not change, and then, when that trace has no request, the request drawn from the seed.
+Trace salvage(std::string_view text);
+void give_request(Trace& trace, std::uint64_t seed);
 
 // One mutation in place (no normalize). false when it does not apply (nothing to remove, ...).
 bool apply_mutation(Trace& trace, Mutation mutation, Prng& rng);
@@ -132,6 +140,8 @@ struct TextOptions {
     // Byte-level mutation (LLVMFuzzerMutate): mutates data[0..size) in place, returns the new size
     // (<= max). When set, one call in kByteMutationOdds mutates the printed text with it and repairs.
     std::function<std::size_t(std::uint8_t* data, std::size_t size, std::size_t max)> byte_mutate;
+    // When set, parents are repaired through it and the output is kept in it (the fuzz target's).
+    TraceCache* cache = nullptr;
 };
 inline constexpr std::uint64_t kByteMutationOdds = 8;
 
@@ -151,5 +161,11 @@ int step_bound(const Trace& trace);
 // a raw byte mutation of max_steps (or a seed's roomy limit) does not spend thousands of steps on a
 // hang that step_bound already proves.
 int step_budget(const Trace& trace);
+
+// The trace target's hang budget (RunOptions::stall_steps): a run that makes no progress for this
+// many steps after its last event is stopped as a hang. Twice what one uninterrupted stretch of
+// waiting can take: every request's prefill again, one chunk a step, and every delay the trace
+// can impose, summed; never more than step_budget. A NEW hang is confirmed without it.
+int stall_budget(const Trace& trace);
 
 }  // namespace kvsim::fuzz

@@ -231,9 +231,11 @@ void prune_segments(Trace& t) {
     }
 }
 
+// The most prompt tokens a request gets in one step. long_prefill_threshold caps them with or
+// without chunked_prefill, as the scheduler does (sim/core/sched/scheduler.cpp).
 int prefill_chunk(const EngineConfig& e) {
     int chunk = std::max(1, e.max_batched_tokens);
-    if (e.chunked_prefill && e.long_prefill_threshold > 0) chunk = std::min(chunk, e.long_prefill_threshold);
+    if (e.long_prefill_threshold > 0) chunk = std::min(chunk, e.long_prefill_threshold);
     return chunk;
 }
 
@@ -473,7 +475,7 @@ bool normalize(Trace& t) {
     return false;
 }
 
-Trace repair(std::string_view text, std::uint64_t seed) {
+Trace salvage(std::string_view text) {
     Trace t;
     try {
         t = parse_trace(text, "<input>");
@@ -481,41 +483,71 @@ Trace repair(std::string_view text, std::uint64_t seed) {
         t = Salvager().run(text);
     }
     normalize(t);
-    if (!has_request(t)) {
-        // Nothing to run: one request over one new segment, drawn from the seed.
-        Prng rng(seed);
-        Segment s;
-        s.name = detail::fresh_segment_name(t);
-        s.tokens = generated_segment_tokens(s.name, detail::between(rng, 1, 64));
-        t.segments.push_back(s);
-        t.events.push_back(Event{.step = 0,
-                                 .body = ArriveEvent{.request_id = detail::fresh_request_id(t),
-                                                     .prompt = {s.name},
-                                                     .max_tokens = detail::between(rng, 1, 24)}});
-        normalize(t);
-    }
     return t;
 }
 
-int step_bound(const Trace& t) {
+void give_request(Trace& t, std::uint64_t seed) {
+    if (has_request(t)) return;
+    // Nothing to run: one request over one new segment, drawn from the seed.
+    Prng rng(seed);
+    Segment s;
+    s.name = detail::fresh_segment_name(t);
+    s.tokens = generated_segment_tokens(s.name, detail::between(rng, 1, 64));
+    t.segments.push_back(s);
+    t.events.push_back(Event{.step = 0,
+                             .body = ArriveEvent{.request_id = detail::fresh_request_id(t),
+                                                 .prompt = {s.name},
+                                                 .max_tokens = detail::between(rng, 1, 24)}});
+    normalize(t);
+}
+
+Trace repair(std::string_view text, std::uint64_t seed) {
+    Trace t = salvage(text);
+    give_request(t, seed);
+    return t;
+}
+
+// What step_bound and stall_budget count: prefill steps, output tokens and delays.
+struct Work {
+    std::int64_t prefill_steps = 0;  // a step per prefill chunk, and 2 more, per request
+    std::int64_t output_tokens = 0;
+    int requests = 0;
+    std::int64_t delays = 2;  // fault steps, the slowest worker delays and stand_in load delays, summed
+};
+
+Work work_of(const Trace& t) {
     const int chunk = prefill_chunk(t.engine);
     const auto lengths = detail::segment_lengths(t);
-    DrainEstimate estimate{.last_event_step = last_event_step(t.events), .delays = 2, .delay_rounds = 1,
-                           .slack = 1 + 64};
+    Work work;
     for (const Event& ev : t.events) {
         if (const auto* a = std::get_if<ArriveEvent>(&ev.body)) {
-            estimate.work += cdiv(std::max<std::int64_t>(1, detail::sequence_length(lengths, a->prompt)), chunk) +
-                             std::max(1, a->max_tokens) + 2;
-            ++estimate.delay_rounds;
+            work.prefill_steps += cdiv(std::max<std::int64_t>(1, detail::sequence_length(lengths, a->prompt)), chunk) + 2;
+            work.output_tokens += std::max(1, a->max_tokens);
+            ++work.requests;
         } else if (const auto* f = std::get_if<FaultEvent>(&ev.body)) {
-            estimate.delays += std::max(0, f->steps);
+            work.delays += std::max(0, f->steps);
         }
     }
     const WorkerConfig& w = t.workers;
-    estimate.delays += std::max(0, w.store_delay_max) + std::max(0, w.load_delay_max) + std::max(0, w.pull_delay);
+    work.delays += std::max(0, w.store_delay_max) + std::max(0, w.load_delay_max) + std::max(0, w.pull_delay);
     for (const ConnectorSpec& c : t.connectors)
-        if (c.kind == kConnectorStandIn) estimate.delays += std::max(0, c.load_delay);
-    return drain_step_bound(estimate);
+        if (c.kind == kConnectorStandIn) work.delays += std::max(0, c.load_delay);
+    return work;
+}
+
+int step_bound(const Trace& t) {
+    const Work work = work_of(t);
+    return drain_step_bound(DrainEstimate{.last_event_step = last_event_step(t.events),
+                                          .work = work.prefill_steps + work.output_tokens,
+                                          .delays = work.delays,
+                                          .delay_rounds = 1 + work.requests,
+                                          .slack = 1 + 64});
+}
+
+int stall_budget(const Trace& t) {
+    const Work work = work_of(t);
+    const std::int64_t bound = 64 + 2 * (work.prefill_steps + work.delays);
+    return static_cast<int>(std::min<std::int64_t>(bound, step_budget(t)));
 }
 
 int step_budget(const Trace& t) { return std::min(t.run.max_steps, 2 * step_bound(t)); }

@@ -49,6 +49,11 @@ std::string Finding::message() const {
                                upstream->function.empty() ? "" : " ", upstream->function, detail);
         case FindingKind::internal: return fmt::format("step {}: kvsim internal error: {}", step, detail);
         case FindingKind::liveness:
+            if (const auto stalled = fact("stalled"))
+                return fmt::format("no progress in {} steps after the last event (step {}, limit {}): {} request(s) "
+                                   "unfinished, {} finished but holding blocks",
+                                   *stalled, step, fact("max_steps").value_or(0), fact("unfinished").value_or(0),
+                                   fact("held").value_or(0));
             return fmt::format("step limit {} reached: {} request(s) unfinished, {} finished but holding blocks",
                                fact("max_steps").value_or(0), fact("unfinished").value_or(0), fact("held").value_or(0));
         case FindingKind::mismatch: {

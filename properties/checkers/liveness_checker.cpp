@@ -1,5 +1,7 @@
 #include "properties/checkers/liveness_checker.h"
 
+#include <algorithm>
+
 #include "sim/engine/engine.h"
 
 namespace kvsim {
@@ -17,6 +19,40 @@ std::optional<Finding> LivenessChecker::check_at_step_limit(const Engine& engine
     f.facts.push_back(
         Field{.key = "held", .kind = FieldKind::integer, .value = std::int64_t{alive - unfinished}});
     return f;
+}
+
+std::optional<Finding> LivenessChecker::check_stalled(const Engine& engine, int step, int max_steps,
+                                                      int stall_steps) const {
+    std::optional<Finding> f = check_at_step_limit(engine, max_steps);
+    f->step = step;
+    f->facts.push_back(Field{.key = "stalled", .kind = FieldKind::integer, .value = std::int64_t{stall_steps}});
+    return f;
+}
+
+bool StallWatch::stalled(const Engine& engine, int step) {
+    if (!engine.events_exhausted()) {
+        best_.reset();
+        last_progress_step_ = step;
+        return false;
+    }
+    Progress now{.left = engine.scheduler().requests().size()};
+    for (const auto& [id, req] : engine.scheduler().requests()) {
+        now.unfinished += is_finished(req->status) ? 0 : 1;
+        now.output_tokens += req->num_output_tokens();
+    }
+    const bool progress = !best_ || now.left < best_->left || now.unfinished < best_->unfinished ||
+                          now.output_tokens > best_->output_tokens;
+    if (progress) {
+        // a request that left took its tokens with it: the high-water mark starts again from here
+        const bool left = best_ && now.left < best_->left;
+        best_ = Progress{.left = std::min(now.left, best_ ? best_->left : now.left),
+                         .unfinished = std::min(now.unfinished, best_ ? best_->unfinished : now.unfinished),
+                         .output_tokens = left || !best_ ? now.output_tokens
+                                                         : std::max(now.output_tokens, best_->output_tokens)};
+        last_progress_step_ = step;
+        return false;
+    }
+    return step - last_progress_step_ >= limit_;
 }
 
 }  // namespace kvsim

@@ -14,6 +14,7 @@ struct Subject {
     const Variant& variant;
     const RunResult& result;
     std::string request;  // what "$request" stands for
+    const RunOptions& options;  // the run's: the counterfactuals' too
 };
 
 std::string wanted(const FieldMatch& f, const Subject& s) { return f.value == "$request" ? s.request : f.value; }
@@ -109,7 +110,12 @@ bool gone_with(const Condition& c, const Subject& s) {
             return f != nullptr && fault_matches(*f, c, s);
         });
     }
-    const RunResult again = run_trace(trace, variant, RunOptions{.text_log = false, .events = false});
+    RunOptions options = s.options;
+    options.check_determinism = false;
+    options.record_timeline = false;
+    options.text_log = false;
+    options.events = false;
+    const RunResult again = run_trace(trace, variant, options);
     return !again.internal_error && again.signature != s.result.signature;
 }
 
@@ -162,11 +168,12 @@ std::string finding_request(const RunResult& result) {
     return result.crash ? result.crash->request : std::string();
 }
 
-bool entry_matches(const KnownEntry& entry, const Trace& trace, const Variant& variant, const RunResult& result) {
+bool entry_matches(const KnownEntry& entry, const Trace& trace, const Variant& variant, const RunResult& result,
+                   const RunOptions& options) {
     if (result.internal_error || result.findings.empty() || !entry.applies_to(variant.name)) return false;
     const SignatureMatch* signature = entry.signature_named(result.signature);
     if (signature == nullptr) return false;
-    const Subject s{trace, variant, result, finding_request(result)};
+    const Subject s{trace, variant, result, finding_request(result), options};
     if (!finding_has(*signature, s)) return false;
     // the re-runs last: they cost a run each
     for (const Condition& c : entry.conditions)
@@ -177,11 +184,11 @@ bool entry_matches(const KnownEntry& entry, const Trace& trace, const Variant& v
 }
 
 const KnownEntry* classify(const Registry& registry, const Trace& trace, const Variant& variant,
-                           const RunResult& result) {
+                           const RunResult& result, const RunOptions& options) {
     // A check mismatch is the trace's own statement failing, never a known cause.
     if (result.internal_error || result.verdict == Verdict::pass || result.verdict == Verdict::mismatch) return nullptr;
     for (const KnownEntry& e : registry.entries)
-        if (entry_matches(e, trace, variant, result)) return &e;
+        if (entry_matches(e, trace, variant, result, options)) return &e;
     return nullptr;
 }
 

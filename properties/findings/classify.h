@@ -11,12 +11,15 @@
 
 namespace kvsim {
 
-// The first entry the run is, or nullptr: a pass, an internal error, or a new finding.
+// The first entry the run is, or nullptr: a pass, an internal error, or a new finding. `options`
+// are those the run had: a counterfactual (gone_with) runs with them too, muted and without the
+// determinism replay, so that a search's budgets (RunOptions::stall_steps, sweep_period) bound it.
 const KnownEntry* classify(const Registry& registry, const Trace& trace, const Variant& variant,
-                           const RunResult& result);
+                           const RunResult& result, const RunOptions& options = {});
 
 // Whether `entry` matches the run (its variants, a signature, every condition).
-bool entry_matches(const KnownEntry& entry, const Trace& trace, const Variant& variant, const RunResult& result);
+bool entry_matches(const KnownEntry& entry, const Trace& trace, const Variant& variant, const RunResult& result,
+                   const RunOptions& options = {});
 
 // Signature of a kvsim internal error: "internal-error:" plus the message's words, without
 // numbers or ids (the fuzz target's and triage's grouping key).

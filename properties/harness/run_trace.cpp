@@ -138,9 +138,12 @@ RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions&
     int last_swept = -1;  // the last step judged by a full sweep (-1: as if before step 0)
     int last_run = -1;
 
+    std::optional<StallWatch> stall;
+    if (options.stall_steps > 0) stall.emplace(options.stall_steps);
     int step = 0;
     bool finished = false;
     bool ended = false;
+    bool stalled = false;
     while (step < max_steps) {
         if (engine.quiet()) {
             if (engine.events_exhausted()) {
@@ -162,6 +165,10 @@ RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions&
         }
         if (checks) checks->after_step(engine, step);
         ++step;
+        if (stall && stall->stalled(engine, step - 1)) {
+            stalled = true;
+            break;
+        }
     }
     result.steps = ended ? step + 1 : step;
     if (!ended && last_run != last_swept) {
@@ -170,7 +177,10 @@ RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions&
     }
     if (!ended && !finished) {
         engine.log().set_step(step);
-        if (auto stuck = LivenessChecker().check_at_step_limit(engine, max_steps)) conclude(engine, result, {*stuck});
+        const LivenessChecker liveness;
+        auto stuck = stalled ? liveness.check_stalled(engine, step, max_steps, options.stall_steps)
+                             : liveness.check_at_step_limit(engine, max_steps);
+        if (stuck) conclude(engine, result, {*stuck});
     }
     if (checks) {
         if (!ended) checks->after_run(engine);

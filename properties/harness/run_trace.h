@@ -53,6 +53,10 @@ struct RunOptions {
     // Evaluate the trace's `@STEP check` lines (they read the state, never change the run); a
     // difference is the verdict mismatch when nothing else failed. The fuzz target turns them off.
     bool step_checks = true;
+    // A search's hang budget: > 0 ends the run as at the step limit (a liveness finding, with the
+    // fact `stalled`) once StallWatch (properties/checkers/liveness_checker.h) saw this many steps
+    // in a row without progress after the last event. 0: only run.max_steps ends a run.
+    int stall_steps = 0;
 };
 
 inline constexpr int kBlocksPerSweepStep = 1024;

@@ -1,0 +1,51 @@
+#include "fuzz/mutator/trace_cache.h"
+
+#include <utility>
+
+#include "fuzz/mutator/trace_mutator.h"
+#include "sim/trace/trace_parser.h"
+
+namespace kvsim::fuzz {
+
+TraceCache::Entry& TraceCache::slot(std::string_view text) {
+    if (const auto it = entries_.find(text); it != entries_.end()) return it->second;
+    if (entries_.size() >= kCapacity) entries_.clear();
+    return entries_.emplace(std::string(text), Entry{}).first->second;
+}
+
+Trace TraceCache::parsed(std::string_view text) {
+    if (const auto it = entries_.find(text); it != entries_.end() && it->second.parsed) {
+        ++hits_;
+        return *it->second.parsed;
+    }
+    ++misses_;
+    Trace trace = parse_trace(text, "<input>");
+    slot(text).parsed = trace;
+    return trace;
+}
+
+Trace TraceCache::repaired(std::string_view text, std::uint64_t seed) {
+    Trace trace;
+    if (const auto it = entries_.find(text); it != entries_.end() && (it->second.salvaged || it->second.salvaged_is_parsed)) {
+        ++hits_;
+        trace = it->second.salvaged ? *it->second.salvaged : *it->second.parsed;
+    } else {
+        ++misses_;
+        trace = salvage(text);
+        slot(text).salvaged = trace;
+    }
+    give_request(trace, seed);
+    return trace;
+}
+
+void TraceCache::printed(std::string_view text, const Trace& trace) {
+    Entry& entry = slot(text);
+    entry.parsed = trace;
+    // as a trace built in memory: the parent's source lines do not say where the printed lines are
+    for (Event& e : entry.parsed->events) e.line = 0;
+    for (StepCheck& c : entry.parsed->checks) c.line = 0;
+    entry.salvaged.reset();
+    entry.salvaged_is_parsed = true;
+}
+
+}  // namespace kvsim::fuzz

@@ -1,0 +1,54 @@
+#pragma once
+// The traces a fuzzing process has already parsed, by their text. libFuzzer hands the mutator the
+// same corpus unit many times and then runs the text the mutator just printed; parsing and
+// validating those texts again was about a sixth of the trace target's time. A cached answer is
+// the one the uncached call gives (fuzz/tests/test_trace_cache.cpp holds the mutator to it), so
+// the cache changes no output, only the time: it is never iterated, and it is emptied, whole,
+// when it holds kCapacity texts.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "sim/trace/trace.h"
+
+namespace kvsim::fuzz {
+
+class TraceCache {
+public:
+    static constexpr std::size_t kCapacity = 4096;
+
+    // parse_trace(text, "<input>"); throws its InputError (a text that does not parse is not kept).
+    Trace parsed(std::string_view text);
+    // repair(text, seed).
+    Trace repaired(std::string_view text, std::uint64_t seed);
+    // The mutator printed `trace`, which normalize() leaves as it is, as `text` (print_trace): both
+    // parse_trace(text) and salvage(text) give `trace` back (Trace::operator==, which leaves out the
+    // source line numbers; the cache keeps them 0, as for a trace built in memory).
+    void printed(std::string_view text, const Trace& trace);
+
+    std::uint64_t hits() const { return hits_; }
+    std::uint64_t misses() const { return misses_; }
+
+private:
+    struct Hash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+    };
+    struct Entry {
+        std::optional<Trace> parsed;    // parse_trace(text)
+        std::optional<Trace> salvaged;  // salvage(text), what repair() gives before its seeded request
+        bool salvaged_is_parsed = false;
+    };
+    using Map = std::unordered_map<std::string, Entry, Hash, std::equal_to<>>;
+
+    Entry& slot(std::string_view text);
+
+    Map entries_;
+    std::uint64_t hits_ = 0, misses_ = 0;
+};
+
+}  // namespace kvsim::fuzz
