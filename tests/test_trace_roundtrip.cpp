@@ -26,7 +26,15 @@ std::vector<std::string> corpus_traces() {
     return out;
 }
 
+// printed_size_bound is an upper bound of every line the validator skips formatting for.
+void check_size_bounds(const Trace& t) {
+    for (const Segment& x : t.segments) CHECK(printed_size_bound(x) >= format_line(x).size());
+    for (const StoreEntry& x : t.store) CHECK(printed_size_bound(x) >= format_line(x).size());
+    for (const Event& x : t.events) CHECK(printed_size_bound(x) >= format_line(x).size());
+}
+
 void check_round_trip(const Trace& t) {
+    check_size_bounds(t);
     const std::string printed = print_trace(t);
     const Trace again = parse_trace(printed, "printed.trace");
     CHECK(again == t);
@@ -260,6 +268,32 @@ TEST_CASE("round trip: a hand-written store / p2p trace prints in canonical form
           "@2 fault lookup_pending steps=3 request=r1\n"
           "@2 fault store_delay rank=1 steps=2\n");
     check_round_trip(t);
+}
+
+TEST_CASE("round trip: the printed size bound holds for the longest values of every key", "[trace][roundtrip]") {
+    constexpr int kBig = 2147483647;
+    const std::string name(40, 'n');
+    std::vector<Event> events = {
+        Event{.step = kBig - 1,
+              .body = ArriveEvent{.request_id = name, .prompt = {name, name}, .max_tokens = kBig,
+                                  .remote_prefill = true, .remote_decode = true, .external = kBig}},
+        Event{.step = kBig - 1, .body = AbortEvent{.request_id = name}},
+        Event{.step = kBig - 1,
+              .body = FaultEvent{.kind = FaultKind::lookup_pending, .rank = kBig, .steps = kBig, .request_id = name}},
+        Event{.step = kBig - 1,
+              .body = ReportEvent{.kind = ReportKind::invalid_blocks, .request_id = name,
+                                  .index = {-kBig - 1, kBig, -kBig - 1}, .rank = kBig}},
+        Event{.step = kBig - 1, .body = StopEvent{.request_id = name}},
+        Event{.step = kBig - 1, .body = ResetPrefixCacheEvent{}},
+    };
+    for (const Event& e : events) {
+        INFO(format_line(e));
+        CHECK(printed_size_bound(e) >= format_line(e).size());
+    }
+    const Segment explicit_tokens{.name = name, .tokens = std::vector<std::int32_t>(50, -kBig - 1), .generated = false};
+    CHECK(printed_size_bound(explicit_tokens) >= format_line(explicit_tokens).size());
+    const StoreEntry store{.prefix = {name, name, name}};
+    CHECK(printed_size_bound(store) >= format_line(store).size());
 }
 
 }  // namespace

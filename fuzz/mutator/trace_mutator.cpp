@@ -721,10 +721,8 @@ std::string fit_and_print(Trace t, const TextOptions& options) {
     if (!options.variant.empty()) t.run.variant = options.variant;
     std::string text = print_trace(t);
     while (text.size() > options.max_size) {
-        // shrink from the end: check lines first (the fuzz target never evaluates them, no mutation
-        // touches them), then events, then store lines, then connectors
-        if (!t.checks.empty()) t.checks.pop_back();
-        else if (!t.events.empty()) t.events.pop_back();
+        // shrink from the end: events, then store lines, then connectors
+        if (!t.events.empty()) t.events.pop_back();
         else if (!t.store.empty()) t.store.pop_back();
         else if (!t.connectors.empty()) t.connectors.pop_back();
         else break;

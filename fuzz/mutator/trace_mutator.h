@@ -106,7 +106,7 @@ std::span<const Mutation> all_mutations();
 
 // Makes any Trace valid and brings it inside the envelope, deterministically: clamps every value,
 // drops what cannot be repaired (unknown segments, aborts and faults of requests that have not
-// arrived, faults the connectors do not allow, connector duplicates), strips expect lines, sorts
+// arrived, faults the connectors do not allow, connector duplicates), strips expect and check lines, sorts
 // events by step, grows num_blocks so that each request fits the pool on its own (upstream refuses
 // to start otherwise), raises the per-step prefill budget until the work is within kMaxWork,
 // and sets run.max_steps to a generous bound on the run's length (so a

@@ -454,7 +454,9 @@ bool has_request(const Trace& t) {
 
 bool normalize(Trace& t) {
     t.version = kTraceFormatVersion;
+    // what the original trace states about its own outcome and state, which a mutation changes
     t.expectations.clear();
+    t.checks.clear();
     if (!t.run.variant.empty()) {
         std::string error;
         if (t.run.variant.size() > kMaxVariantNameLen || !resolve_variant(t.run.variant, &error)) t.run.variant.clear();

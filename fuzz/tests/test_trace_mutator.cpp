@@ -60,6 +60,7 @@ void check_output(const std::string& text, std::size_t max_size = 1 << 16) {
     }
     REQUIRE(print_trace(t) == text);
     CHECK(t.expectations.empty());
+    CHECK(t.checks.empty());
     CHECK(t.events.size() <= static_cast<std::size_t>(envelope::kMaxEvents));
     CHECK(count_requests(t) <= envelope::kMaxRequests);
     CHECK(t.segments.size() <= static_cast<std::size_t>(envelope::kMaxSegments));

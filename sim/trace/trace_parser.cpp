@@ -388,8 +388,18 @@ private:
         }
     }
 
-    // A line the printer would write must parse again.
-    void printable(int line, std::string_view field, const std::string& text) const {
+    // A line the printer would write must parse again (formatted only when it may be too long).
+    template <class Line>
+    void printable(int line, std::string_view field, const Line& object) const {
+        if (printed_size_bound(object) <= kMaxLineBytes) return;
+        const std::string text = format_line(object);
+        if (text.size() > kMaxLineBytes)
+            fail(line, field, fmt::format("printed line is {} bytes, more than the maximum {}", text.size(),
+                                          kMaxLineBytes));
+    }
+
+    // Expect and check lines are few and short-lived in a search: formatted every time.
+    void printable_text(int line, std::string_view field, const std::string& text) const {
         if (text.size() > kMaxLineBytes)
             fail(line, field, fmt::format("printed line is {} bytes, more than the maximum {}", text.size(),
                                           kMaxLineBytes));
@@ -417,7 +427,7 @@ private:
             if (!fresh)
                 fail(line, "segment.name", fmt::format("duplicate segment '{}' (first on line {})", s.name,
                                                        line_at(&TraceLines::segments, it->second)));
-            printable(line, "segment", format_line(s));
+            printable(line, "segment", s);
         }
     }
 
@@ -431,7 +441,7 @@ private:
             if (length < 1 || length > t_.engine.max_model_len)
                 fail(line, "store.prefix", fmt::format("prefix of {} tokens, outside 1..max_model_len = 1..{}", length,
                                                        t_.engine.max_model_len));
-            printable(line, "store", format_line(entry));
+            printable(line, "store", entry);
         }
     }
 
@@ -445,7 +455,7 @@ private:
             if (!fresh)
                 fail(line, "expect.variant", fmt::format("duplicate expect for variant '{}' (first on line {})",
                                                          x.variant, line_at(&TraceLines::expectations, it->second)));
-            printable(line, "expect", format_line(x));
+            printable_text(line, "expect", format_line(x));
         }
     }
 
@@ -467,7 +477,7 @@ private:
         for (const Event& e : t_.events) {
             step_rules(e, previous, "event");
             std::visit([&](const auto& body) { event_rules(body, e.line, arrived); }, e.body);
-            printable(e.line, "event", format_line(e));
+            printable(e.line, "event", e);
             previous = &e;
         }
     }
@@ -478,7 +488,7 @@ private:
         for (const StepCheck& c : t_.checks) {
             step_rules(c, previous, "check");
             if (auto bad = validate_check(c.body)) fail(c.line, bad->field, bad->message);
-            printable(c.line, "check", format_line(c));
+            printable_text(c.line, "check", format_line(c));
             previous = &c;
         }
     }

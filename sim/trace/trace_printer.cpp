@@ -55,6 +55,38 @@ std::string format_line(const Event& event) {
 
 std::string format_line(const StepCheck& check) { return fmt::format("@{} {}", check.step, format_check(check.body)); }
 
+namespace {
+
+constexpr std::size_t kNumberBound = 12;  // an int32 and its separator
+
+std::size_t names_size(const std::vector<std::string>& names) {
+    std::size_t size = 0;
+    for (const std::string& name : names) size += name.size() + 1;
+    return size;
+}
+
+}  // namespace
+
+std::size_t printed_size_bound(const StoreEntry& entry) { return kPrintedKeysBound + names_size(entry.prefix); }
+
+std::size_t printed_size_bound(const Segment& segment) {
+    return kPrintedKeysBound + segment.name.size() + (segment.generated ? 0 : kNumberBound * segment.tokens.size());
+}
+
+std::size_t printed_size_bound(const Event& event) {
+    struct Names {
+        std::size_t operator()(const ArriveEvent& e) const { return e.request_id.size() + names_size(e.prompt); }
+        std::size_t operator()(const AbortEvent& e) const { return e.request_id.size(); }
+        std::size_t operator()(const FaultEvent& e) const { return e.request_id.size(); }
+        std::size_t operator()(const ReportEvent& e) const {
+            return e.request_id.size() + kNumberBound * e.index.size();
+        }
+        std::size_t operator()(const StopEvent& e) const { return e.request_id.size(); }
+        std::size_t operator()(const ResetPrefixCacheEvent&) const { return 0; }
+    };
+    return kPrintedKeysBound + std::visit(Names{}, event.body);
+}
+
 std::string print_trace(const Trace& trace) {
     std::string out = format_header(trace) + '\n';
     out += format_line(trace.engine) + '\n';

@@ -5,6 +5,7 @@
 // trace validate_trace() accepts, and printing is a fixed point after one parse.
 #include "sim/trace/trace.h"
 
+#include <cstddef>
 #include <string>
 
 namespace kvsim {
@@ -26,5 +27,13 @@ std::string format_line(const Segment& segment);
 std::string format_line(const Expectation& expectation);
 std::string format_line(const Event& event);
 std::string format_line(const StepCheck& check);
+
+// At least format_line(x).size(), without formatting: the keyword, every key and every number or
+// flag of the line fit kPrintedKeysBound bytes, and the rest are its names and token lists.
+// validate_trace formats a line only when this exceeds kMaxLineBytes.
+inline constexpr std::size_t kPrintedKeysBound = 256;
+std::size_t printed_size_bound(const StoreEntry& entry);
+std::size_t printed_size_bound(const Segment& segment);
+std::size_t printed_size_bound(const Event& event);
 
 }  // namespace kvsim
