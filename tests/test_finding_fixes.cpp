@@ -55,6 +55,7 @@ const std::map<std::string, std::string>& trace_of_patch() {
         {"cap_failed_load_full_prompt", "shared_failed_block_keeps_full_prompt"},
         {"defer_save_over_sync_load+store_tracker_rewind", "failed_sync_load_shared_prefix_saved_with_tracker_not_rewound"},
         {"discard_inflight_on_failed_load+pin_aware_preemption", "async_load_self_reservation_with_pin_cascade"},
+        {"pr57841+requeue_blockless_failed_load", "pending_head_hides_failed_load_blockless_head"},
     };
     return table;
 }
