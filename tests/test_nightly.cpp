@@ -1,4 +1,5 @@
-// scripts/nightly end to end with a stub in place of the libFuzzer binary: the stub writes the
+// scripts/nightly end to end with stubs in place of the libFuzzer binaries (the sanitizer build
+// `fuzzer` and the throughput build `fast-fuzzer`, which record each call): the stub writes the
 // crash artifacts a test plants (plant-canary for the canary session, plant-<variant> for a
 // variant's session), one fork-mode stats line and one corpus input, then exits. The real
 // kvsim triages, minimises, measures coverage and writes the report.
@@ -36,6 +37,7 @@ for a in "$@"; do
 done
 plant=$here/plant-$KVSIM_FUZZ_VARIANT
 ((canary)) && plant=$here/plant-canary
+echo "$(basename "$0") $KVSIM_FUZZ_VARIANT ${KVSIM_FUZZ_STATS##*/}" >>"$here/calls"
 [[ -n ${KVSIM_FUZZ_STATS:-} ]] && echo '{"executions":1234,"known":{"seed001_eager_snapshot_stale_save":3},"async_scheduling":{"off":600,"on":634}}' >"$KVSIM_FUZZ_STATS.$$.json"
 if [[ -f $plant ]]; then
   cp "$plant" "${prefix}crash-$(sha1sum <"$plant" | cut -c1-40)"
@@ -65,8 +67,10 @@ struct Campaign {
     explicit Campaign(const std::string& name) : dir(scratch_dir() / name) {
         fs::remove_all(dir);
         fs::create_directories(dir / "stub");
-        write("stub/fuzzer", kStubFuzzer);
-        fs::permissions(dir / "stub" / "fuzzer", fs::perms::owner_all);
+        for (const char* build : {"fuzzer", "fast-fuzzer"}) {
+            write(std::string("stub/") + build, kStubFuzzer);
+            fs::permissions(dir / "stub" / build, fs::perms::owner_all);
+        }
     }
     void write(const std::string& name, const std::string& text) const {
         std::ofstream(dir / name, std::ios::binary) << text;
@@ -75,6 +79,7 @@ struct Campaign {
         const auto out = dir / "nightly.out";
         const std::string command = "cd " + kRepo + " && scripts/nightly --minutes 0.2 --variants v0.29.0,v0.30.0 " +
                                     "--jobs 1 --canary-seconds 5 --no-build --fuzzer " + (dir / "stub" / "fuzzer").string() +
+                                    " --fast-fuzzer " + (dir / "stub" / "fast-fuzzer").string() + " --sanitizer-share 50" +
                                     " --kvsim " + KVSIM_BINARY + " --workdir " + (dir / "work").string() + " >" +
                                     out.string() + " 2>&1";
         const int status = std::system(command.c_str());
@@ -112,9 +117,22 @@ TEST_CASE("nightly with a stub fuzzer: canary passes and no new finding on the c
     REQUIRE(v29["exec_per_sec"].get<double>() > 0);
     REQUIRE(v29["per_job_to_single_ratio"].get<double>() > 0);
     REQUIRE(v29["known_in_process"]["seed001_eager_snapshot_stale_save"].get<double>() >= 3);
-    // runs under each scheduling mode, summed over the jobs and the single process
-    REQUIRE(v29["runs_by_async_scheduling"]["on"].get<double>() == 634.0 * (v29["processes"].get<double>() + 1));
-    REQUIRE(v29["runs_by_async_scheduling"]["off"].get<double>() == 600.0 * (v29["processes"].get<double>() + 1));
+    // the jobs' last half (--sanitizer-share 50) in the sanitizer build, the rest and the single process in
+    // the throughput build, and the canary too
+    const auto& sanitizer = v29["sanitizer_build"];
+    REQUIRE(sanitizer["processes"].get<int>() >= 1);
+    REQUIRE(sanitizer["executions"].get<double>() == 1234.0 * sanitizer["processes"].get<double>());
+    REQUIRE(sanitizer["seconds"].get<double>() > 0);
+    REQUIRE(j["sanitizer_share_percent"] == 50);
+    const std::string calls = slurp(c.dir / "stub" / "calls");
+    CHECK_THAT(calls, Catch::Contains("fast-fuzzer v0.29.0 single\n") && Catch::Contains("fast-fuzzer v0.29.0 jobs\n") &&
+                          Catch::Contains("fuzzer v0.29.0 sanitizer\n") && Catch::Contains("fast-fuzzer v0.29.0 \n"));
+    CHECK_THAT(calls, !Catch::Contains("\nfuzzer v0.29.0 jobs") && !Catch::Contains("\nfuzzer v0.29.0 single") &&
+                          !Catch::Contains("fast-fuzzer v0.29.0 sanitizer"));
+    // runs under each scheduling mode, summed over both builds' jobs and the single process
+    const double processes = v29["processes"].get<double>() + 1 + sanitizer["processes"].get<double>();
+    REQUIRE(v29["runs_by_async_scheduling"]["on"].get<double>() == 634.0 * processes);
+    REQUIRE(v29["runs_by_async_scheduling"]["off"].get<double>() == 600.0 * processes);
     REQUIRE(v29["seeds_left_out"].get<int>() >= 5);  // the corpus traces that fail under v0.29.0
     REQUIRE(v29["findings_known"] == 1);
     REQUIRE(v29["findings"][0]["status"] == "known");
@@ -141,6 +159,7 @@ TEST_CASE("nightly with a stub fuzzer: canary passes and no new finding on the c
     REQUIRE_THAT(md, Catch::Contains("**OK: no new finding on a variant expected clean** (exit 0)") &&
                          Catch::Contains("| v0.30.0 | clean |") && Catch::Contains("exec/s single process") &&
                          Catch::Contains("runs async off / on |") &&
+                         Catch::Contains("| sanitizer build: time (s) / exec/s per job |") &&
                          Catch::Contains("## Lifecycle coverage"));
     const std::string repro = v29["findings"][0]["repro"];
     const int status = std::system((repro + " --quiet >/dev/null").c_str());

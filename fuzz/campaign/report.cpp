@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <sstream>
 
@@ -185,10 +186,17 @@ Json rates(const std::map<std::string, std::string>& v, const Counts& jobs, cons
             {"per_job_to_single_ratio", alone > 0 ? rounded(per_job / alone) : 0.0}};
 }
 
-// Inputs run under one scheduling mode by every process of a variant (jobs and the single one).
-double runs_under(const Counts& jobs, const Counts& single, const std::string& mode) {
+// The jobs' last share of time, in the sanitizer build (scripts/nightly --sanitizer-share).
+Json sanitizer_json(const std::map<std::string, std::string>& v, const Counts& sanitizer) {
+    const double seconds = number(v, "sanitizer_seconds"), jobs_n = std::max(1.0, number(v, "jobs"));
+    return {{"seconds", seconds}, {"processes", sanitizer.processes}, {"executions", sanitizer.executions},
+            {"exec_per_sec_per_job", rounded(rate(sanitizer.executions, seconds) / jobs_n)}};
+}
+
+// Inputs run under one scheduling mode by every process of a variant (both builds' jobs and the single one).
+double runs_under(std::initializer_list<const Counts*> counts, const std::string& mode) {
     double n = 0;
-    for (const Counts* c : {&jobs, &single})
+    for (const Counts* c : counts)
         if (const auto it = c->modes.find(mode); it != c->modes.end()) n += it->second;
     return n;
 }
@@ -197,6 +205,7 @@ Json variant_json(const fs::path& run_dir, const std::map<std::string, std::stri
     const std::string name = text(v, "name");
     const Counts jobs = sum_stats(run_dir / "stats" / name, "jobs");
     const Counts single = sum_stats(run_dir / "stats" / name, "single");
+    const Counts sanitizer = sum_stats(run_dir / "stats" / name, "sanitizer");
     Json findings = findings_of(run_dir / ("triage-" + name + ".jsonl"));
     const auto count = [&](const char* status) {
         return std::count_if(findings.begin(), findings.end(), [&](const Json& f) { return f["status"] == status; });
@@ -207,8 +216,13 @@ Json variant_json(const fs::path& run_dir, const std::map<std::string, std::stri
                 {"budget_seconds", number(v, "budget")}, {"seconds", number(v, "seconds")},
                 {"jobs", number(v, "jobs")}, {"processes", jobs.processes}, {"executions", jobs.executions}};
     out.update(rates(v, jobs, single));
-    out["known_in_process"] = jobs.known;
-    out["runs_by_async_scheduling"] = {{"off", runs_under(jobs, single, "off")}, {"on", runs_under(jobs, single, "on")}};
+    out["sanitizer_build"] = sanitizer_json(v, sanitizer);
+    Json known = Json::object();
+    for (const Counts* c : {&jobs, &sanitizer})
+        for (const auto& [id, n] : c->known) known[id] = known.value(id, 0.0) + n;
+    out["known_in_process"] = known;
+    out["runs_by_async_scheduling"] = {{"off", runs_under({&jobs, &single, &sanitizer}, "off")},
+                                       {"on", runs_under({&jobs, &single, &sanitizer}, "on")}};
     out.update(Json{{"corpus_before", number(v, "corpus_before")}, {"corpus_after", number(v, "corpus_after")},
                     {"seeds", number(v, "seed_count")}, {"seeds_left_out", number(v, "seeds_left_out")},
                     {"crash_artifacts", number(v, "crash_artifacts")},
@@ -249,6 +263,7 @@ CampaignReport build_campaign_report(const fs::path& run_dir) {
     Json report = {{"run_id", text(f.scalar, "run_id")}, {"started", text(f.scalar, "started")},
                    {"commit", text(f.scalar, "commit")}, {"minutes", number(f.scalar, "minutes")},
                    {"wall_seconds", number(f.scalar, "wall_seconds")}, {"jobs", number(f.scalar, "jobs")},
+                   {"sanitizer_share_percent", number(f.scalar, "sanitizer_share")},
                    {"build", text(f.scalar, "build")}, {"interrupted", text(f.scalar, "interrupted") == "1"},
                    {"status", status}, {"exit_code", code}, {"run_dir", fs::absolute(run_dir).string()},
                    {"broken_variants", split_list(text(f.scalar, "broken"))}, {"canary", canary}, {"variants", variants},

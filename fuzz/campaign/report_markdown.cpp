@@ -28,16 +28,18 @@ std::string num(const Json& j) {
 std::string variants_table(const Json& r) {
     std::string out =
         "| variant | expected | time (s) | jobs | executions | exec/s (campaign) | exec/s per job | exec/s single "
-        "process | ratio | known in process | findings new | findings known | runs async off / on |\n"
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+        "process | ratio | sanitizer build: time (s) / exec/s per job | known in process | findings new | "
+        "findings known | runs async off / on |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const Json& v : r["variants"]) {
         double known = 0;
         for (const auto& [id, n] : v["known_in_process"].items()) known += n.get<double>();
-        out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} |\n",
+        out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} / {} |\n",
                            v["variant"].get<std::string>(), v["expected_clean"].get<bool>() ? "clean" : "broken",
                            num(v["seconds"]), num(v["jobs"]), num(v["executions"]), num(v["exec_per_sec"]),
                            num(v["exec_per_sec_per_job"]), num(v["single_process"]["exec_per_sec"]),
-                           num(v["per_job_to_single_ratio"]), known, num(v["findings_new"]),
+                           num(v["per_job_to_single_ratio"]), num(v["sanitizer_build"]["seconds"]),
+                           num(v["sanitizer_build"]["exec_per_sec_per_job"]), known, num(v["findings_new"]),
                            num(v["findings_known"]), num(v["runs_by_async_scheduling"]["off"]),
                            num(v["runs_by_async_scheduling"]["on"]));
     }
@@ -108,8 +110,10 @@ std::string render_report_markdown(const Json& r, const std::filesystem::path& p
     out += fmt::format("## Canary\n{} from an empty corpus, abort on any finding: **{}** ({} s, {} run(s)); must find `{}`.\n\n",
                        c["variant"].get<std::string>(), c["status"].get<std::string>(), num(c["seconds"]),
                        num(c["runs"]), c["signature"].get<std::string>());
-    out += "## Variants\nexec/s (campaign) = executions of every job / wall time; per job = that / jobs; single "
-           "process = the same fuzz binary alone on the same corpus; ratio = per job / single process.\n\n";
+    out += "## Variants\nexec/s (campaign) = executions of every job of the throughput build / their wall time; "
+           "per job = that / jobs; single process = the same fuzz binary alone on the same corpus; ratio = per job "
+           "/ single process. The sanitizer build (ASan+UBSan) fuzzes the last share of the jobs' time on the "
+           "corpus the throughput build grew.\n\n";
     out += variants_table(r) + "\n" + findings_section(r, page_dir) + "\n" + coverage_section(r, page_dir);
     return out;
 }
