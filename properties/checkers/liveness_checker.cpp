@@ -40,19 +40,18 @@ bool StallWatch::stalled(const Engine& engine, int step) {
         now.unfinished += is_finished(req->status) ? 0 : 1;
         now.output_tokens += req->num_output_tokens();
     }
-    const bool progress = !best_ || now.left < best_->left || now.unfinished < best_->unfinished ||
-                          now.output_tokens > best_->output_tokens;
-    if (progress) {
+    if (!best_ || now.left < best_->left) {
         // a request that left took its tokens with it: the high-water mark starts again from here
-        const bool left = best_ && now.left < best_->left;
-        best_ = Progress{.left = std::min(now.left, best_ ? best_->left : now.left),
-                         .unfinished = std::min(now.unfinished, best_ ? best_->unfinished : now.unfinished),
-                         .output_tokens = left || !best_ ? now.output_tokens
-                                                         : std::max(now.output_tokens, best_->output_tokens)};
-        last_progress_step_ = step;
-        return false;
+        if (best_) now.unfinished = std::min(now.unfinished, best_->unfinished);
+        best_ = now;
+    } else if (now.unfinished < best_->unfinished || now.output_tokens > best_->output_tokens) {
+        best_->unfinished = std::min(now.unfinished, best_->unfinished);
+        best_->output_tokens = std::max(now.output_tokens, best_->output_tokens);
+    } else {
+        return step - last_progress_step_ >= limit_;
     }
-    return step - last_progress_step_ >= limit_;
+    last_progress_step_ = step;
+    return false;
 }
 
 }  // namespace kvsim
