@@ -115,3 +115,25 @@ TEST_CASE("clear keeps the index usable: keys inserted after it are found, the o
     CHECK(map.at("b7") == 7);
     CHECK(map.find("a7") == nullptr);
 }
+
+TEST_CASE("reserve keeps every entry findable and in order, with holes and after growing past it", "[ordered_map]") {
+    OrderedMap<int> map;
+    Pairs expected;
+    for (int i = 0; i < 40; ++i) map["k" + std::to_string(i)] = i;
+    for (int i = 0; i < 40; i += 3) map.erase("k" + std::to_string(i));
+    for (int i = 0; i < 40; ++i)
+        if (i % 3 != 0) expected.emplace_back("k" + std::to_string(i), i);
+    map.reserve(1000);
+    map.reserve(10);  // never shrinks
+    CHECK(contents(map) == expected);
+    for (int i = 40; i < 1200; ++i) {  // past the reservation: the index grows again
+        map["k" + std::to_string(i)] = i;
+        expected.emplace_back("k" + std::to_string(i), i);
+    }
+    CHECK(contents(map) == expected);
+    for (int i = 0; i < 1200; ++i) {
+        const int* found = map.find("k" + std::to_string(i));
+        REQUIRE((found != nullptr) == (i >= 40 || i % 3 != 0));
+        if (found != nullptr) REQUIRE(*found == i);
+    }
+}

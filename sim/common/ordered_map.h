@@ -107,6 +107,13 @@ public:
         if (holes_ > 16 && holes_ > size_) compact();
         return value;
     }
+    // Room for n entries without a rehash; a map filled to a size it will reach every step grows once.
+    void reserve(std::size_t n) {
+        slots_.reserve(n);
+        std::size_t cells = std::max<std::size_t>(16, cells_.size());
+        while (n * 2 > cells) cells *= 2;
+        if (cells != cells_.size()) rehash(cells);
+    }
     void clear() {
         slots_.clear();
         cells_.assign(cells_.size(), 0);

@@ -85,6 +85,8 @@ SchedulerOutput Scheduler::schedule(int step) {
     StepState st;
     st.step = step;
     st.token_budget = config_.max_batched_tokens;
+    st.req_to_new_blocks.reserve(running_.size());
+    st.num_scheduled_tokens.reserve(running_.size());
 
     schedule_running(st);
     if (st.preempted.empty()) schedule_waiting(st);

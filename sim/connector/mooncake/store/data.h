@@ -71,11 +71,11 @@ inline CompletedSaves& aggregate_completed_saves(CompletedSaves& into, const Com
     return into;
 }
 
-// MooncakeStoreConnectorMetadata. unfinished_request_ids is a copy taken at build time; upstream
-// shares the scheduler's live set, which no modelled worker path reads.
+// MooncakeStoreConnectorMetadata, without its unfinished_request_ids: upstream shares the scheduler's
+// live set there, which no modelled worker path reads (MooncakeStoreScheduler::unfinished_request_ids
+// keeps it for the step checks).
 struct StoreMetadata : ConnectorMetadata {
     std::vector<ReqMeta> requests;
-    std::set<std::string> unfinished_request_ids;
     std::set<std::string> preempted_req_ids;
 
     // One `meta` event per request: "store save|load|noop REQ ...", block groups joined by "+"

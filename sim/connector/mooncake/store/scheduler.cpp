@@ -99,7 +99,6 @@ std::shared_ptr<const ConnectorMetadata> MooncakeStoreScheduler::build_connector
     forget_finished_and_preempted(output);
 
     auto meta = std::make_shared<StoreMetadata>();
-    meta->unfinished_request_ids = unfinished_request_ids_;
     meta->preempted_req_ids = output.preempted_req_ids;
 
     add_new_requests(*meta, output);
