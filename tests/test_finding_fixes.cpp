@@ -46,6 +46,7 @@ const std::map<std::string, std::string>& trace_of_patch() {
         {"discard_inflight_on_failed_load", "failed_store_load_reserves_itself"},
         {"pr57841", "finished_load_behind_unadmittable_head"},
         {"pin_aware_preemption", "store_pins_make_preemption_free_nothing"},
+        {"pin_aware_self_preemption", "store_pins_drive_head_to_preempt_itself"},
         {"store_tracker_rewind", "store_tracker_not_rewound_after_failed_load"},
         {"requeue_blockless_failed_load", "failed_load_leaves_blockless_head"},
         {"defer_save_over_sync_load", "failed_sync_load_shared_prefix_saved"},

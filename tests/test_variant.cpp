@@ -10,16 +10,16 @@ using namespace kvsim;
 
 TEST_CASE("variant flags: each row lists its values with the PR that brought them", "[variant]") {
     const auto& flags = variant_flags();
-    REQUIRE(flags.size() == 24);
+    REQUIRE(flags.size() == 25);
     CHECK(flags[0].flag == "free_order");
     CHECK(flags[0].values == "append_all | fresh_head (#42656) | fresh_head_lifo (#51482)");
     CHECK(flags[4].values == "none | is_consumer (seed 000, rejected)");
     CHECK(flags[7].flag == "load_failure_policy_default");
     CHECK(flags[7].values == "recompute (#26813) | fail (#34896)");
     CHECK(flags[9].values == "reported | only_when_loading (NIXL's #56640, kvsim fix)");
-    const std::vector<std::string> unfixed = {"reported",  "reported", "kept",          "admitted",
-                                              "preempted", "off",      "stays_skipped", "emitted",
-                                              "kept",      "kept"};
+    const std::vector<std::string> unfixed = {"reported",  "reported",  "kept", "admitted", "preempted",
+                                              "preempted", "off", "stays_skipped", "emitted",  "kept",
+                                              "kept"};
     auto with_unfixed = [&](std::vector<std::string> values) {
         values.insert(values.end(), unfixed.begin(), unfixed.end());
         return values;
@@ -35,21 +35,21 @@ TEST_CASE("variant flags: each row lists its values with the PR that brought the
           with_async(with_unfixed({"fresh_head_lifo", "every_scheduled", "assert_missing", "on", "none", "real",
                                    "store_job_pins", "fail"}),
                      "stops_retry"));
-    CHECK(flags[19].values == "immediate | fenced (#45357)");
+    CHECK(flags[20].values == "immediate | fenced (#45357)");
     CHECK(require_variant("v0.30.0+pre45357").deferred_block_free == DeferredBlockFree::immediate);
     CHECK(require_variant("v0.30.0+pre49675").fenced_victim == FencedVictim::preempted);
-    CHECK(flags[17].values == "kept | capped (kvsim fix)");
-    CHECK(flags[20].values == "kv_consumer | any_loader (kvsim fix)");
+    CHECK(flags[18].values == "kept | capped (kvsim fix)");
+    CHECK(flags[21].values == "kv_consumer | any_loader (kvsim fix)");
     CHECK(require_variant("v0.30.0+defer_free_for_loading_producer").deferred_free_scope == DeferredFreeScope::any_loader);
-    CHECK(flags[22].values == "uncounted | counted (#42568, open)");
+    CHECK(flags[23].values == "uncounted | counted (#42568, open)");
     CHECK(require_variant("v0.30.0+pr42568").async_load_accounting == AsyncLoadAccounting::counted);
-    CHECK(flags[23].values == "stops_scan | skipped_for_holders (#45406, closed)");
+    CHECK(flags[24].values == "stops_scan | skipped_for_holders (#45406, closed)");
     CHECK(require_variant("v0.30.0+pr45406").blocked_head == BlockedHead::skipped_for_holders);
     const auto all_fixes = variant_flag_values(require_variant("v0.30.0+all_fixes"));
-    CHECK(std::vector<std::string>(all_fixes.end() - 16, all_fixes.end() - 6) ==
-          std::vector<std::string>{"silent", "only_when_loading", "discarded", "deferred", "stops_retry", "on",
-                                   "requeued_waiting", "deferred", "rolled_back", "capped"});
-    CHECK(all_fixes[20] == "any_loader");
+    CHECK(std::vector<std::string>(all_fixes.end() - 17, all_fixes.end() - 6) ==
+          std::vector<std::string>{"silent", "only_when_loading", "discarded", "deferred", "stops_retry",
+                                   "waits_for_pins", "on", "requeued_waiting", "deferred", "rolled_back", "capped"});
+    CHECK(all_fixes[21] == "any_loader");
 }
 
 TEST_CASE("variant patches set their flag on top of a release", "[variant]") {
@@ -76,6 +76,7 @@ TEST_CASE("variant patches: one per known finding, and all_fixes composes them a
                                     {"discard_inflight_on_failed_load", "failed_load_inflight", "discarded"},
                                     {"pr57841", "async_load_behind_blockless", "deferred"},
                                     {"pin_aware_preemption", "pinned_victim", "stops_retry"},
+                                    {"pin_aware_self_preemption", "pinned_self_victim", "waits_for_pins"},
                                     {"store_tracker_rewind", "store_tracker_rewind", "on"},
                                     {"requeue_blockless_failed_load", "blockless_failed_load", "requeued_waiting"},
                                     {"defer_save_over_sync_load", "save_over_loading_block", "deferred"},

@@ -71,6 +71,9 @@ public:
     // itself (empty for a request without blocks): valid until the request's blocks next change.
     const std::vector<BlockId>& get_block_ids(const std::string& request_id) const;
     bool has_blocks(const std::string& request_id) const;
+    // SingleTypeKVCacheManager.get_num_blocks_to_allocate @ 129ab7c60cbb8eb11e875373e67f7e521b74aa30 (full attention).
+    int num_blocks_to_allocate(const std::string& request_id, int num_tokens,
+                               const std::vector<BlockId>& new_computed_blocks) const;
 
     // Every request id holding blocks, sorted (for checkers).
     const std::map<std::string, std::vector<BlockId>>& all_request_blocks() const { return req_to_blocks_; }
@@ -83,9 +86,6 @@ private:
     void allocate_new_computed_blocks(const std::string& id, const std::vector<BlockId>& new_computed_blocks,
                                       int num_local_computed_tokens, int num_external_computed_tokens);
     std::vector<BlockId> allocate_new_blocks(const std::string& id, int num_tokens);
-    // SingleTypeKVCacheManager.get_num_blocks_to_allocate @ 129ab7c60cbb8eb11e875373e67f7e521b74aa30 (full attention).
-    int num_blocks_to_allocate(const std::string& request_id, int num_tokens,
-                               const std::vector<BlockId>& new_computed_blocks) const;
 
     // One request's entries in upstream's two dicts: its req_to_blocks table (null where it has none)
     // and its num_cached_block count (absent where untracked).

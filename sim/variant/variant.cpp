@@ -55,6 +55,8 @@ const std::vector<FlagRow>& flag_rows() {
                                                         {{"admitted", ""}, {"deferred", "#57841, open"}}),
         flag_row<&Variant::pinned_victim>("pinned_victim",
                                           {{"preempted", ""}, {"stops_retry", "#49675's guard on pins, kvsim fix"}}),
+        flag_row<&Variant::pinned_self_victim>("pinned_self_victim",
+                                               {{"preempted", ""}, {"waits_for_pins", "kvsim fix"}}),
         flag_row<&Variant::store_tracker_rewind>("store_tracker_rewind", {{"off", ""}, {"on", "kvsim fix"}}),
         flag_row<&Variant::blockless_failed_load>(
             "blockless_failed_load", {{"stays_skipped", ""}, {"requeued_waiting", "#57841's limit, kvsim fix"}}),
@@ -142,7 +144,7 @@ const std::vector<FlagSetting>& finding_fixes() {
         {"pinned_victim", "stops_retry"},       {"store_tracker_rewind", "on"},
         {"blockless_failed_load", "requeued_waiting"}, {"save_over_loading_block", "deferred"},
         {"failed_load_placeholders", "rolled_back"}, {"deferred_free_scope", "any_loader"},
-        {"failed_load_full_prompt", "capped"},
+        {"failed_load_full_prompt", "capped"},   {"pinned_self_victim", "waits_for_pins"},
     };
     return table;
 }
@@ -182,6 +184,10 @@ const std::vector<Patch>& patches() {
                   .description = "#49675's guard extended to store-job pins: a victim whose preemption frees no "
                   "block stops the allocation retry"},
          .settings = {{.flag = "pinned_victim", .value = "stops_retry"}}},
+        {.info = {.name = "pin_aware_self_preemption",
+                  .description = "kvsim fix: a request about to preempt itself waits while blocks that only "
+                  "store-job pins hold would cover its allocation"},
+         .settings = {{.flag = "pinned_self_victim", .value = "waits_for_pins"}}},
         {.info = {.name = "store_tracker_rewind",
                   .description = "kvsim fix: the store's RequestTracker follows the core's rewind after a failed "
                   "sync load"},

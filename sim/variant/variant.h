@@ -69,6 +69,9 @@ enum class AsyncLoadBehindBlockless { admitted, deferred };
 // Running phase: a victim whose preemption frees nothing because store jobs pin its blocks is
 // preempted anyway, or stops the allocation retry (#49675's guard, extended to store-job pins).
 enum class PinnedVictim { preempted, stops_retry };
+// Running phase: a request that the allocation retry reaches as its own victim is preempted, or waits
+// for the step's store jobs when blocks only their pins hold would cover what it lacks (kvsim fix).
+enum class PinnedSelfVictim { preempted, waits_for_pins };
 // MooncakeStoreScheduler's RequestTracker after the core rewinds num_computed_tokens (failed
 // sync load): keeps counting, or is rewound to the core's count.
 enum class StoreTrackerRewind { off, on };
@@ -125,6 +128,7 @@ struct Variant {
     FailedLoadInflight failed_load_inflight = FailedLoadInflight::kept;
     AsyncLoadBehindBlockless async_load_behind_blockless = AsyncLoadBehindBlockless::admitted;
     PinnedVictim pinned_victim = PinnedVictim::preempted;
+    PinnedSelfVictim pinned_self_victim = PinnedSelfVictim::preempted;
     StoreTrackerRewind store_tracker_rewind = StoreTrackerRewind::off;
     BlocklessFailedLoad blockless_failed_load = BlocklessFailedLoad::stays_skipped;
     SaveOverLoadingBlock save_over_loading_block = SaveOverLoadingBlock::emitted;

@@ -130,6 +130,7 @@ void Scheduler::schedule_running(StepState& st) {
             // FCFS victim: the last running request.
             const std::string victim_id = running_.back();
             if (victim_frees_nothing_for_pins(victim_id)) break;  // stop the retry (new_blocks stays empty)
+            if (self_victim_waits_for_pins(req, victim_id, num_new)) break;
             // vllm-project/vllm#49675: a victim whose free is fenced would free nothing now.
             if (variant_.fenced_victim == FencedVictim::stops_retry && should_defer_block_free(request(victim_id)))
                 break;
@@ -176,6 +177,32 @@ bool Scheduler::victim_frees_nothing_for_pins(const std::string& victim_id) cons
         any_pinned = any_pinned || std::find(pinned.begin(), pinned.end(), b) != pinned.end();
     }
     return any_pinned;
+}
+
+// pinned_self_victim=waits_for_pins (kvsim fix): once the retry reaches the request itself, preempting it
+// throws away its computed tokens, while blocks that only store-job pins hold return to the pool when
+// their jobs report. When those would cover what the allocation lacks, the request skips the step.
+bool Scheduler::self_victim_waits_for_pins(const Request& req, const std::string& victim_id, int num_new) const {
+    if (variant_.pinned_self_victim != PinnedSelfVictim::waits_for_pins || connector_ == nullptr) return false;
+    if (victim_id != req.id()) return false;
+    const int wanted = kv_cache_manager_.num_blocks_to_allocate(req.id(), req.num_computed_tokens + num_new, {});
+    const int lacking = wanted - static_cast<int>(kv_cache_manager_.block_pool().num_free_blocks());
+    const int returning = blocks_held_only_by_pins();
+    return returning > 0 && returning >= lacking;
+}
+
+// Blocks whose every reference is a store job's pin (a block two jobs pin counts once).
+int Scheduler::blocks_held_only_by_pins() const {
+    std::vector<BlockId> pinned = connector_->pinned_blocks();
+    std::sort(pinned.begin(), pinned.end());
+    const BlockPool& pool = kv_cache_manager_.block_pool();
+    int count = 0;
+    for (auto at = pinned.begin(); at != pinned.end();) {
+        const auto last = std::upper_bound(at, pinned.end(), *at);
+        if (*at != kNullBlockId && pool.block(*at).ref_cnt == last - at) ++count;
+        at = last;
+    }
+    return count;
 }
 
 // Scheduler._preempt_request @ 003df2961dd8830c317a61f9745ccd557da9fa06 (the connector is not told here)

@@ -138,6 +138,8 @@ private:
 
     void preempt_request(Request& request);
     bool victim_frees_nothing_for_pins(const std::string& victim_id) const;
+    bool self_victim_waits_for_pins(const Request& request, const std::string& victim_id, int num_new) const;
+    int blocks_held_only_by_pins() const;
     bool should_defer_block_free(const Request& request) const;
     void free_request_blocks(Request& request);
     void drain_deferred_frees();
