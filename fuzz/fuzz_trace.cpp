@@ -219,12 +219,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     trace.run.max_steps = kvsim::fuzz::step_budget(trace);
     const std::uint64_t input = g_campaign->inputs++;
     const bool replay = g_campaign->determinism_every > 0 && input % g_campaign->determinism_every == 0;
-    // muted unless replayed; a failing input runs again with its events for the classifier
+    // muted unless replayed; the classifier runs a failing input again for its events if an entry reads them
     kvsim::RunOptions options{.check_determinism = replay,
+                              .text_log = false,
+                              .events = false,
                               .sweep_period = kvsim::fuzz::budget::kSweepPeriod,
                               .step_checks = false,
                               .stall_steps = kvsim::fuzz::stall_budget(trace)};
-    kvsim::RunResult result = kvsim::run_for_search(trace, g_campaign->variant, options);
+    kvsim::RunResult result = kvsim::run_trace(trace, g_campaign->variant, options);
     const kvsim::KnownEntry* known = judge(trace, result, options);
     if (result.verdict != kvsim::Verdict::pass && known == nullptr) {
         // a NEW finding is reported as `kvsim run` gives it: every checker sweeping every step, no hang budget

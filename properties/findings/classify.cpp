@@ -1,13 +1,48 @@
 #include "properties/findings/classify.h"
 
 #include <algorithm>
+#include <optional>
+#include <vector>
 
 #include "properties/findings/histories.h"
+#include "sim/common/model_check.h"
 #include "sim/common/on_off.h"
 #include "sim/trace/scheduling_mode.h"
 
 namespace kvsim {
 namespace {
+
+constexpr ModelCheck model_check{.component = "classifier"};
+
+// The run's typed events. A muted run (RunOptions::events off) has none: the first condition that
+// reads them runs the trace again with them, once per classification (the same run: the model is
+// deterministic), so a failing search input pays for its events only when an entry asks for them.
+class RunEvents {
+public:
+    RunEvents(const Trace& trace, const Variant& variant, const RunResult& result, const RunOptions& options)
+        : trace_(trace), variant_(variant), result_(result), options_(options) {}
+    const std::vector<LogEvent>& get() {
+        if (!result_.events.empty()) return result_.events;
+        if (!replayed_) {
+            RunOptions options = options_;
+            options.check_determinism = false;
+            options.record_timeline = false;
+            options.text_log = false;
+            options.events = true;
+            RunResult again = run_trace(trace_, variant_, options);
+            model_check(again.signature == result_.signature, "a run replayed for its events changed its signature");
+            replayed_ = std::move(again.events);
+        }
+        return *replayed_;
+    }
+
+private:
+    const Trace& trace_;
+    const Variant& variant_;
+    const RunResult& result_;
+    const RunOptions& options_;
+    std::optional<std::vector<LogEvent>> replayed_;
+};
 
 struct Subject {
     const Trace& trace;
@@ -15,6 +50,7 @@ struct Subject {
     const RunResult& result;
     std::string request;  // what "$request" stands for
     const RunOptions& options;  // the run's: the counterfactuals' too
+    RunEvents& events;
 };
 
 std::string wanted(const FieldMatch& f, const Subject& s) { return f.value == "$request" ? s.request : f.value; }
@@ -38,8 +74,8 @@ bool event_has(const LogEvent& e, const Condition& c, const Subject& s) {
 }
 
 bool some_event(const Condition& c, const Subject& s) {
-    return std::any_of(s.result.events.begin(), s.result.events.end(),
-                       [&](const LogEvent& e) { return event_has(e, c, s); });
+    const std::vector<LogEvent>& events = s.events.get();
+    return std::any_of(events.begin(), events.end(), [&](const LogEvent& e) { return event_has(e, c, s); });
 }
 
 std::string stack_of(const Trace& t) {
@@ -127,7 +163,7 @@ bool holds(const Condition& c, const Subject& s) {
         case ConditionKind::flag: return variant_has(c.fields, s.variant);
         case ConditionKind::connector: return connector_has(c, s);
         case ConditionKind::engine: return engine_has(c, s);
-        case ConditionKind::history: return history_holds(c.value, s.trace, s.result);
+        case ConditionKind::history: return history_holds(c.value, s.trace, s.events.get());
         case ConditionKind::gone_with: return gone_with(c, s);
     }
     return false;
@@ -168,12 +204,14 @@ std::string finding_request(const RunResult& result) {
     return result.crash ? result.crash->request : std::string();
 }
 
-bool entry_matches(const KnownEntry& entry, const Trace& trace, const Variant& variant, const RunResult& result,
-                   const RunOptions& options) {
+namespace {
+
+bool matches(const KnownEntry& entry, const Trace& trace, const Variant& variant, const RunResult& result,
+             const RunOptions& options, RunEvents& events) {
     if (result.internal_error || result.findings.empty() || !entry.applies_to(variant.name)) return false;
     const SignatureMatch* signature = entry.signature_named(result.signature);
     if (signature == nullptr) return false;
-    const Subject s{trace, variant, result, finding_request(result), options};
+    const Subject s{trace, variant, result, finding_request(result), options, events};
     if (!finding_has(*signature, s)) return false;
     // the re-runs last: they cost a run each
     for (const Condition& c : entry.conditions)
@@ -183,12 +221,21 @@ bool entry_matches(const KnownEntry& entry, const Trace& trace, const Variant& v
     return true;
 }
 
+}  // namespace
+
+bool entry_matches(const KnownEntry& entry, const Trace& trace, const Variant& variant, const RunResult& result,
+                   const RunOptions& options) {
+    RunEvents events(trace, variant, result, options);
+    return matches(entry, trace, variant, result, options, events);
+}
+
 const KnownEntry* classify(const Registry& registry, const Trace& trace, const Variant& variant,
                            const RunResult& result, const RunOptions& options) {
     // A check mismatch is the trace's own statement failing, never a known cause.
     if (result.internal_error || result.verdict == Verdict::pass || result.verdict == Verdict::mismatch) return nullptr;
+    RunEvents events(trace, variant, result, options);
     for (const KnownEntry& e : registry.entries)
-        if (entry_matches(e, trace, variant, result, options)) return &e;
+        if (matches(e, trace, variant, result, options, events)) return &e;
     return nullptr;
 }
 

@@ -85,11 +85,10 @@ bool some_unfinished(const Trace& t, const Events& events, bool (*holds)(const E
 
 }  // namespace
 
-bool history_holds(std::string_view name, const Trace& trace, const RunResult& result) {
-    if (name == "self_reserved_after_failed_load")
-        return some_unfinished(trace, result.events, &self_reserved_after_failed_load);
-    if (name == "loaded_but_never_promoted") return some_unfinished(trace, result.events, &loaded_but_never_promoted);
-    if (name == "repeated_whole_batch_preemption") return whole_batch_preemptions(result.events) >= 2;
+bool history_holds(std::string_view name, const Trace& trace, const std::vector<LogEvent>& events) {
+    if (name == "self_reserved_after_failed_load") return some_unfinished(trace, events, &self_reserved_after_failed_load);
+    if (name == "loaded_but_never_promoted") return some_unfinished(trace, events, &loaded_but_never_promoted);
+    if (name == "repeated_whole_batch_preemption") return whole_batch_preemptions(events) >= 2;
     return false;
 }
 

@@ -3,6 +3,7 @@
 // trace and the run's typed events that a flat event condition cannot state (an order of events
 // for one request, a count over steps).
 #include <string_view>
+#include <vector>
 
 #include "properties/harness/run_trace.h"
 #include "sim/trace/trace.h"
@@ -17,6 +18,6 @@ namespace kvsim {
 // repeated_whole_batch_preemption: at least two steps preempted the whole running batch and
 //   scheduled nothing.
 // An unknown name holds nowhere (the parser rejects it).
-bool history_holds(std::string_view name, const Trace& trace, const RunResult& result);
+bool history_holds(std::string_view name, const Trace& trace, const std::vector<LogEvent>& events);
 
 }  // namespace kvsim
