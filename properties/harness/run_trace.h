@@ -65,9 +65,10 @@ int sweep_period(const RunOptions& options, int num_blocks);
 
 RunResult run_trace(const Trace& trace, const Variant& variant, const RunOptions& options = {});
 
-// A search's run (kvsim explore, the fuzz target, the classifier's counterfactuals): `options` with
-// no text log and no events; a run that fails is run again with its events, which the registry's
-// classifier reads. The verdict is the same either way; only a failing run keeps its events.
+// A search's run (kvsim explore, the fuzz target's NEW findings): `options` with no text log and no
+// events; a run that fails is run again with its events. The verdict is the same either way; only a
+// failing run keeps its events. (The fuzz target runs its inputs muted with run_trace: the classifier
+// replays a failing run for its events when an entry reads them.)
 RunResult run_for_search(const Trace& trace, const Variant& variant, RunOptions options = {});
 
 }  // namespace kvsim
