@@ -14,6 +14,16 @@ namespace {
 
 constexpr ModelCheck model_check{.component = "classifier"};
 
+// The options of the classifier's own runs: the run's (its budgets), without the determinism replay,
+// the timeline or the text log; with or without the typed events.
+RunOptions rerun_options(RunOptions options, bool events) {
+    options.check_determinism = false;
+    options.record_timeline = false;
+    options.text_log = false;
+    options.events = events;
+    return options;
+}
+
 // The run's typed events. A muted run (RunOptions::events off) has none: the first condition that
 // reads them runs the trace again with them, once per classification (the same run: the model is
 // deterministic), so a failing search input pays for its events only when an entry asks for them.
@@ -24,12 +34,7 @@ public:
     const std::vector<LogEvent>& get() {
         if (!result_.events.empty()) return result_.events;
         if (!replayed_) {
-            RunOptions options = options_;
-            options.check_determinism = false;
-            options.record_timeline = false;
-            options.text_log = false;
-            options.events = true;
-            RunResult again = run_trace(trace_, variant_, options);
+            RunResult again = run_trace(trace_, variant_, rerun_options(options_, true));
             model_check(again.signature == result_.signature, "a run replayed for its events changed its signature");
             replayed_ = std::move(again.events);
         }
@@ -146,12 +151,7 @@ bool gone_with(const Condition& c, const Subject& s) {
             return f != nullptr && fault_matches(*f, c, s);
         });
     }
-    RunOptions options = s.options;
-    options.check_determinism = false;
-    options.record_timeline = false;
-    options.text_log = false;
-    options.events = false;
-    const RunResult again = run_trace(trace, variant, options);
+    const RunResult again = run_trace(trace, variant, rerun_options(s.options, false));
     return !again.internal_error && again.signature != s.result.signature;
 }
 

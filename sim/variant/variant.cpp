@@ -134,103 +134,113 @@ struct FlagSetting {
 struct Patch {
     VariantPatch info;
     std::vector<FlagSetting> settings;
+    bool fixes_finding = false;  // the fix patch of a finding of corpus/findings/: all_fixes sets it too
 };
 
-// The fix patches of kvsim's findings (corpus/findings/), one flag each; all_fixes sets them all.
-const std::vector<FlagSetting>& finding_fixes() {
-    static const std::vector<FlagSetting> table = {
-        {"p2p_abort_pull", "silent"},           {"p2p_empty_pull", "only_when_loading"},
-        {"failed_load_inflight", "discarded"},  {"async_load_behind_blockless", "deferred"},
-        {"pinned_victim", "stops_retry"},       {"store_tracker_rewind", "on"},
-        {"blockless_failed_load", "requeued_waiting"}, {"save_over_loading_block", "deferred"},
-        {"failed_load_placeholders", "rolled_back"}, {"deferred_free_scope", "any_loader"},
-        {"failed_load_full_prompt", "capped"},   {"pinned_self_victim", "waits_for_pins"},
-    };
-    return table;
+// all_fixes: the settings of every patch that fixes a finding.
+Patch all_fixes(const std::vector<Patch>& table) {
+    Patch all{.info = {.name = "all_fixes", .description = "every fix patch of corpus/findings/ above"},
+              .settings = {}};
+    for (const Patch& p : table)
+        if (p.fixes_finding) all.settings.insert(all.settings.end(), p.settings.begin(), p.settings.end());
+    return all;
 }
 
 const std::vector<Patch>& patches() {
-    static const std::vector<Patch> table = {
-        {.info = {.name = "003",
-                  .description = "seed 000's backport of #54643 onto v0.29.0 (pending-load guard)"},
-         .settings = {{.flag = "pending_load_guard", .value = "on"}}},
-        {.info = {.name = "skip_save_is_consumer",
-                  .description = "seed 000's rejected fix: pending branch uses skip_save=is_consumer"},
-         .settings = {{.flag = "pending_skip_save", .value = "is_consumer"}}},
-        {.info = {.name = "pr54643",
-                  .description = "upstream #54643: skip a pending LoadSpec whose load this connector does not own"},
-         .settings = {{.flag = "pending_load_guard", .value = "on"}}},
-        {.info = {.name = "pr54853",
-                  .description = "upstream #54853: snapshot every scheduled request"},
-         .settings = {{.flag = "snapshot_rule", .value = "every_scheduled"}}},
-        {.info = {.name = "pr55066",
-                  .description = "upstream #55066: drop a stale save with a warning and roll the watermark back"},
-         .settings = {{.flag = "stale_save", .value = "drop_warn_rollback"}}},
-        {.info = {.name = "pr50565",
-                  .description = "upstream #50565 (open): the cleanup pull of a request finished before allocation is not "
-                  "reported to the scheduler"},
-         .settings = {{.flag = "p2p_abort_pull", .value = "silent"}}},
-        {.info = {.name = "p2p_pull_only_when_loading",
-                  .description = "NIXL's rule (#56640) for MooncakeConnector: a notify-only pull is reported "
-                  "only while the request awaits this connector's KV"},
-         .settings = {{.flag = "p2p_empty_pull", .value = "only_when_loading"}}},
-        {.info = {.name = "discard_inflight_on_failed_load",
-                  .description = "kvsim fix: a fully failed async load leaves _inflight_prefills"},
-         .settings = {{.flag = "failed_load_inflight", .value = "discarded"}}},
-        {.info = {.name = "pr57841",
-                  .description = "upstream #57841 (open): no async load is admitted behind a skipped request holding no blocks"},
-         .settings = {{.flag = "async_load_behind_blockless", .value = "deferred"}}},
-        {.info = {.name = "pin_aware_preemption",
-                  .description = "#49675's guard extended to store-job pins: a victim whose preemption frees no "
-                  "block stops the allocation retry"},
-         .settings = {{.flag = "pinned_victim", .value = "stops_retry"}}},
-        {.info = {.name = "pin_aware_self_preemption",
-                  .description = "kvsim fix: a request about to preempt itself waits while blocks that only "
-                  "store-job pins hold would cover its allocation"},
-         .settings = {{.flag = "pinned_self_victim", .value = "waits_for_pins"}}},
-        {.info = {.name = "store_tracker_rewind",
-                  .description = "kvsim fix: the store's RequestTracker follows the core's rewind after a failed "
-                  "sync load"},
-         .settings = {{.flag = "store_tracker_rewind", .value = "on"}}},
-        {.info = {.name = "requeue_blockless_failed_load",
-                  .description = "kvsim fix (#57841's recompute limit): a request whose failed async load freed "
-                  "every block re-enters waiting behind the skipped requests that hold blocks"},
-         .settings = {{.flag = "blockless_failed_load", .value = "requeued_waiting"}}},
-        {.info = {.name = "defer_save_over_sync_load",
-                  .description = "kvsim fix: a store save whose blocks include one a load of the same step "
-                  "writes waits for a later step"},
-         .settings = {{.flag = "save_over_loading_block", .value = "deferred"}}},
-        {.info = {.name = "rollback_placeholders_on_failed_load",
-                  .description = "fix proposed for issue #45138 (#45146, #45430): a request rewound by a failed "
-                  "sync load drops its output placeholders and discards the outputs of later steps in flight"},
-         .settings = {{.flag = "failed_load_placeholders", .value = "rolled_back"}}},
-        {.info = {.name = "defer_free_for_loading_producer",
-                  .description = "kvsim fix: #45357's fenced frees also for a kv_producer stack whose store "
-                  "connector looks prompts up and loads them"},
-         .settings = {{.flag = "deferred_free_scope", .value = "any_loader"}}},
-        {.info = {.name = "cap_failed_load_full_prompt",
-                  .description = "kvsim fix: a promoted request whose failed async load left it every token computed "
-                  "recomputes the last one, as after a full-prompt hit"},
-         .settings = {{.flag = "failed_load_full_prompt", .value = "capped"}}},
-        {.info = {.name = "pre45357",
-                  .description = "upstream before #45357: a freed request's blocks return to the pool while a "
-                  "later step in flight may still write them"},
-         .settings = {{.flag = "deferred_block_free", .value = "immediate"}}},
-        {.info = {.name = "pre49675",
-                  .description = "upstream before #49675: a victim whose free is fenced is preempted anyway"},
-         .settings = {{.flag = "fenced_victim", .value = "preempted"}}},
-        {.info = {.name = "pr42568",
-                  .description = "upstream #42568 (open): async loads in flight count toward max_num_seqs and the "
-                  "token budget, and cap later async loads"},
-         .settings = {{.flag = "async_load_accounting", .value = "counted"}}},
-        {.info = {.name = "pr45406",
-                  .description = "upstream #45406 (closed): a waiting request that cannot be admitted is skipped for "
-                  "the step while a queued request holds blocks"},
-         .settings = {{.flag = "blocked_head", .value = "skipped_for_holders"}}},
-        {.info = {.name = "all_fixes",
-                  .description = "every fix patch of corpus/findings/ above"},
-         .settings = finding_fixes()},
-    };
+    static const std::vector<Patch> table = [] {
+        std::vector<Patch> out = {
+            {.info = {.name = "003",
+                      .description = "seed 000's backport of #54643 onto v0.29.0 (pending-load guard)"},
+             .settings = {{.flag = "pending_load_guard", .value = "on"}}},
+            {.info = {.name = "skip_save_is_consumer",
+                      .description = "seed 000's rejected fix: pending branch uses skip_save=is_consumer"},
+             .settings = {{.flag = "pending_skip_save", .value = "is_consumer"}}},
+            {.info = {.name = "pr54643",
+                      .description = "upstream #54643: skip a pending LoadSpec whose load this connector does not own"},
+             .settings = {{.flag = "pending_load_guard", .value = "on"}}},
+            {.info = {.name = "pr54853",
+                      .description = "upstream #54853: snapshot every scheduled request"},
+             .settings = {{.flag = "snapshot_rule", .value = "every_scheduled"}}},
+            {.info = {.name = "pr55066",
+                      .description = "upstream #55066: drop a stale save with a warning and roll the watermark back"},
+             .settings = {{.flag = "stale_save", .value = "drop_warn_rollback"}}},
+            {.info = {.name = "pr50565",
+                      .description = "upstream #50565 (open): the cleanup pull of a request finished before allocation is not "
+                      "reported to the scheduler"},
+             .settings = {{.flag = "p2p_abort_pull", .value = "silent"}},
+             .fixes_finding = true},
+            {.info = {.name = "p2p_pull_only_when_loading",
+                      .description = "NIXL's rule (#56640) for MooncakeConnector: a notify-only pull is reported "
+                      "only while the request awaits this connector's KV"},
+             .settings = {{.flag = "p2p_empty_pull", .value = "only_when_loading"}},
+             .fixes_finding = true},
+            {.info = {.name = "discard_inflight_on_failed_load",
+                      .description = "kvsim fix: a fully failed async load leaves _inflight_prefills"},
+             .settings = {{.flag = "failed_load_inflight", .value = "discarded"}},
+             .fixes_finding = true},
+            {.info = {.name = "pr57841",
+                      .description = "upstream #57841 (open): no async load is admitted behind a skipped request holding no blocks"},
+             .settings = {{.flag = "async_load_behind_blockless", .value = "deferred"}},
+             .fixes_finding = true},
+            {.info = {.name = "pin_aware_preemption",
+                      .description = "#49675's guard extended to store-job pins: a victim whose preemption frees no "
+                      "block stops the allocation retry"},
+             .settings = {{.flag = "pinned_victim", .value = "stops_retry"}},
+             .fixes_finding = true},
+            {.info = {.name = "pin_aware_self_preemption",
+                      .description = "kvsim fix: a request about to preempt itself waits while blocks that only "
+                      "store-job pins hold would cover its allocation"},
+             .settings = {{.flag = "pinned_self_victim", .value = "waits_for_pins"}},
+             .fixes_finding = true},
+            {.info = {.name = "store_tracker_rewind",
+                      .description = "kvsim fix: the store's RequestTracker follows the core's rewind after a failed "
+                      "sync load"},
+             .settings = {{.flag = "store_tracker_rewind", .value = "on"}},
+             .fixes_finding = true},
+            {.info = {.name = "requeue_blockless_failed_load",
+                      .description = "kvsim fix (#57841's recompute limit): a request whose failed async load freed "
+                      "every block re-enters waiting behind the skipped requests that hold blocks"},
+             .settings = {{.flag = "blockless_failed_load", .value = "requeued_waiting"}},
+             .fixes_finding = true},
+            {.info = {.name = "defer_save_over_sync_load",
+                      .description = "kvsim fix: a store save whose blocks include one a load of the same step "
+                      "writes waits for a later step"},
+             .settings = {{.flag = "save_over_loading_block", .value = "deferred"}},
+             .fixes_finding = true},
+            {.info = {.name = "rollback_placeholders_on_failed_load",
+                      .description = "fix proposed for issue #45138 (#45146, #45430): a request rewound by a failed "
+                      "sync load drops its output placeholders and discards the outputs of later steps in flight"},
+             .settings = {{.flag = "failed_load_placeholders", .value = "rolled_back"}},
+             .fixes_finding = true},
+            {.info = {.name = "defer_free_for_loading_producer",
+                      .description = "kvsim fix: #45357's fenced frees also for a kv_producer stack whose store "
+                      "connector looks prompts up and loads them"},
+             .settings = {{.flag = "deferred_free_scope", .value = "any_loader"}},
+             .fixes_finding = true},
+            {.info = {.name = "cap_failed_load_full_prompt",
+                      .description = "kvsim fix: a promoted request whose failed async load left it every token computed "
+                      "recomputes the last one, as after a full-prompt hit"},
+             .settings = {{.flag = "failed_load_full_prompt", .value = "capped"}},
+             .fixes_finding = true},
+            {.info = {.name = "pre45357",
+                      .description = "upstream before #45357: a freed request's blocks return to the pool while a "
+                      "later step in flight may still write them"},
+             .settings = {{.flag = "deferred_block_free", .value = "immediate"}}},
+            {.info = {.name = "pre49675",
+                      .description = "upstream before #49675: a victim whose free is fenced is preempted anyway"},
+             .settings = {{.flag = "fenced_victim", .value = "preempted"}}},
+            {.info = {.name = "pr42568",
+                      .description = "upstream #42568 (open): async loads in flight count toward max_num_seqs and the "
+                      "token budget, and cap later async loads"},
+             .settings = {{.flag = "async_load_accounting", .value = "counted"}}},
+            {.info = {.name = "pr45406",
+                      .description = "upstream #45406 (closed): a waiting request that cannot be admitted is skipped for "
+                      "the step while a queued request holds blocks"},
+             .settings = {{.flag = "blocked_head", .value = "skipped_for_holders"}}},
+        };
+        out.push_back(all_fixes(out));
+        return out;
+    }();
     return table;
 }
 
