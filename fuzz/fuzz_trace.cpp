@@ -72,6 +72,7 @@ struct Campaign {
     std::map<std::string, std::uint64_t> known;  // registry id -> runs
     std::uint64_t runs_async_off = 0, runs_async_on = 0;  // inputs run, by resolved async_scheduling
     kvsim::fuzz::TraceCache traces;  // the texts parsed so far: the mutator's parents and outputs
+    kvsim::EventCategories events_read = kvsim::builtin_registry().events_read();  // kept by the muted runs
     std::uint64_t new_rerun = 0;  // NEW findings of the search's options, run again as kvsim run does
 };
 
@@ -219,10 +220,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     trace.run.max_steps = kvsim::fuzz::step_budget(trace);
     const std::uint64_t input = g_campaign->inputs++;
     const bool replay = g_campaign->determinism_every > 0 && input % g_campaign->determinism_every == 0;
-    // muted unless replayed; the classifier runs a failing input again for its events if an entry reads them
+    // muted unless replayed, but for the event categories the registry reads: classifying a failing
+    // input then needs no replay of it for its events
     kvsim::RunOptions options{.check_determinism = replay,
                               .text_log = false,
                               .events = false,
+                              .muted_keeps = g_campaign->events_read,
                               .sweep_period = kvsim::fuzz::budget::kSweepPeriod,
                               .step_checks = false,
                               .stall_steps = kvsim::fuzz::stall_budget(trace)};

@@ -1,6 +1,7 @@
 // RunOptions::events off and run_for_search (properties/harness/run_trace.h) against the full run,
 // over every corpus trace under every clean and broken preset: the same verdict, signature, message,
-// steps, findings and crash; no events when muted; a failing search run keeps its events.
+// steps, findings and crash; no events when muted (but the categories RunOptions::muted_keeps names);
+// a failing search run keeps its events.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -70,6 +71,51 @@ TEST_CASE("a muted run decides as the full run does, and a failing search run ke
         }
     }
     CHECK(failing > 20);  // the corpus's findings and broken presets: both branches are exercised
+}
+
+TEST_CASE("a muted run keeping some categories keeps exactly the full run's events of those categories", "[run][events]") {
+    const std::vector<CorpusTrace> traces = corpus_traces();
+    const EventCategories kept{EventCategory::invalid, EventCategory::load, EventCategory::p2p, EventCategory::worker};
+    const auto of_kept = [&](const std::vector<LogEvent>& events) {
+        std::vector<std::string> lines;
+        for (const LogEvent& e : events)
+            if (kept.contains(e.category)) lines.push_back(render_line(e));
+        return lines;
+    };
+    std::size_t kept_events = 0;
+    for (const char* name : {"v0.29.0", "v0.30.0"}) {
+        const Variant variant = require_variant(name);
+        for (const auto& [path, trace] : traces) {
+            INFO(path << " under " << name);
+            const RunResult full = run_trace(trace, variant, RunOptions{.text_log = false});
+            const RunResult lean = run_trace(trace, variant, RunOptions{.text_log = false, .events = false, .muted_keeps = kept});
+            require_same_outcome(full, lean);
+            CHECK(full.events_kept == EventCategories::all());
+            CHECK(lean.events_kept == kept);
+            CHECK(of_kept(lean.events) == of_kept(full.events));
+            CHECK(of_kept(lean.events).size() == lean.events.size());  // nothing of another category
+            CHECK(lean.events.size() < full.events.size());
+            kept_events += lean.events.size();
+        }
+    }
+    CHECK(kept_events > 100);  // the corpus loads, fails loads and pulls: the filter keeps something
+}
+
+TEST_CASE("EventCategories: a bit per category", "[events]") {
+    EventCategories some{EventCategory::p2p, EventCategory::reset};
+    CHECK(some.contains(EventCategory::p2p));
+    CHECK(some.contains(EventCategory::reset));
+    CHECK_FALSE(some.contains(EventCategory::arrive));
+    CHECK(EventCategories::all().contains(some));
+    CHECK_FALSE(some.contains(EventCategories::all()));
+    CHECK(some.contains(EventCategories{}));
+    some.insert(EventCategory::arrive);
+    CHECK(some.contains(EventCategories{EventCategory::arrive, EventCategory::p2p}));
+    for (int c = 0; c <= static_cast<int>(EventCategory::reset); ++c) {
+        INFO(c);
+        CHECK(EventCategories::all().contains(static_cast<EventCategory>(c)));
+        CHECK(parse_event_category(to_string(static_cast<EventCategory>(c))) == static_cast<EventCategory>(c));
+    }
 }
 
 TEST_CASE("events off is ignored when the text log, the determinism replay or the timeline needs them", "[run][events]") {

@@ -78,8 +78,34 @@ TEST_CASE("registry: every entry's witnesses still classify as that entry, on th
             const KnownEntry* from_muted = classify(registry, trace, variant, quiet, muted);
             REQUIRE(from_muted != nullptr);
             CHECK(from_muted->id == e.id);
+            // The fuzz target's runs keep the categories the registry reads: classified without a replay.
+            const RunOptions lean{.text_log = false, .events = false, .muted_keeps = registry.events_read()};
+            const RunResult kept = run_trace(trace, variant, lean);
+            CHECK(kept.events_kept == registry.events_read());
+            const KnownEntry* from_kept = classify(registry, trace, variant, kept, lean);
+            REQUIRE(from_kept != nullptr);
+            CHECK(from_kept->id == e.id);
         }
     }
+}
+
+TEST_CASE("registry: events_read names the categories its event conditions read, and all for a history", "[registry]") {
+    const Registry& registry = builtin_registry();
+    const EventCategories read = registry.events_read();
+    int event_conditions = 0;
+    for (const KnownEntry& e : registry.entries)
+        for (const Condition& c : e.conditions) {
+            if (c.kind != ConditionKind::event && c.kind != ConditionKind::no_event) continue;
+            ++event_conditions;
+            CHECK(read.contains(c.category));
+        }
+    CHECK(event_conditions > 10);
+    CHECK(read == EventCategories{EventCategory::invalid, EventCategory::load, EventCategory::p2p, EventCategory::worker});
+    CHECK_FALSE(read.contains(EventCategory::schedule));  // the costly categories stay muted
+    CHECK_FALSE(read.contains(EventCategory::alloc));
+    CHECK(events_read(Condition{.kind = ConditionKind::history, .value = "loaded_but_never_promoted"}) ==
+          EventCategories::all());
+    CHECK(events_read(Condition{.kind = ConditionKind::gone_with}).empty());
 }
 
 TEST_CASE("registry: every failing expect line of the corpus is a known finding", "[registry]") {

@@ -24,15 +24,16 @@ RunOptions rerun_options(RunOptions options, bool events) {
     return options;
 }
 
-// The run's typed events. A muted run (RunOptions::events off) has none: the first condition that
-// reads them runs the trace again with them, once per classification (the same run: the model is
-// deterministic), so a failing search input pays for its events only when an entry asks for them.
+// The run's typed events. A muted run (RunOptions::events off) keeps only some categories
+// (RunResult::events_kept): the first condition that reads others runs the trace again with every
+// event, once per classification (the same run: the model is deterministic), so a failing search
+// input pays for its events only when an entry asks for ones it did not keep.
 class RunEvents {
 public:
     RunEvents(const Trace& trace, const Variant& variant, const RunResult& result, const RunOptions& options)
         : trace_(trace), variant_(variant), result_(result), options_(options) {}
-    const std::vector<LogEvent>& get() {
-        if (!result_.events.empty()) return result_.events;
+    const std::vector<LogEvent>& get(EventCategories read) {
+        if (result_.events_kept.contains(read)) return result_.events;
         if (!replayed_) {
             RunResult again = run_trace(trace_, variant_, rerun_options(options_, true));
             model_check(again.signature == result_.signature, "a run replayed for its events changed its signature");
@@ -79,7 +80,7 @@ bool event_has(const LogEvent& e, const Condition& c, const Subject& s) {
 }
 
 bool some_event(const Condition& c, const Subject& s) {
-    const std::vector<LogEvent>& events = s.events.get();
+    const std::vector<LogEvent>& events = s.events.get(events_read(c));
     return std::any_of(events.begin(), events.end(), [&](const LogEvent& e) { return event_has(e, c, s); });
 }
 
@@ -163,7 +164,7 @@ bool holds(const Condition& c, const Subject& s) {
         case ConditionKind::flag: return variant_has(c.fields, s.variant);
         case ConditionKind::connector: return connector_has(c, s);
         case ConditionKind::engine: return engine_has(c, s);
-        case ConditionKind::history: return history_holds(c.value, s.trace, s.events.get());
+        case ConditionKind::history: return history_holds(c.value, s.trace, s.events.get(events_read(c)));
         case ConditionKind::gone_with: return gone_with(c, s);
     }
     return false;

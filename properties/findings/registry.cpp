@@ -29,6 +29,21 @@ const SignatureMatch* KnownEntry::signature_named(std::string_view signature) co
     return nullptr;
 }
 
+EventCategories events_read(const Condition& c) {
+    switch (c.kind) {
+        case ConditionKind::event: case ConditionKind::no_event: return {c.category};
+        case ConditionKind::history: return EventCategories::all();
+        default: return {};
+    }
+}
+
+EventCategories Registry::events_read() const {
+    EventCategories read;
+    for (const KnownEntry& e : entries)
+        for (const Condition& c : e.conditions) read.insert(kvsim::events_read(c));
+    return read;
+}
+
 const KnownEntry* Registry::find(std::string_view id) const {
     for (const KnownEntry& e : entries)
         if (e.id == id) return &e;

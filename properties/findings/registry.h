@@ -55,6 +55,9 @@ struct Condition {
     int line = 0;
 };
 
+// The event categories a condition reads: its own for event and no_event, all for a history, none else.
+EventCategories events_read(const Condition& c);
+
 enum class UpstreamState { open, known, merged, not_reported, fixed };
 std::string_view to_string(UpstreamState s);
 
@@ -91,6 +94,8 @@ struct Registry {
     std::string file;
     std::vector<KnownEntry> entries;
     const KnownEntry* find(std::string_view id) const;
+    // What the conditions of every entry read (a search keeps these in its muted runs).
+    EventCategories events_read() const;
 };
 
 // Parses registry text; throws InputError ("FILE:LINE: FIELD: MESSAGE") on the first bad line.

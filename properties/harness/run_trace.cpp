@@ -121,11 +121,17 @@ std::optional<StepCheckEvaluator> attach_checks(const Trace& trace, const Varian
     return checks;
 }
 
+// A log nobody reads (no events, text, replay or timeline asked for) keeps only RunOptions::muted_keeps.
+void mute_unread_log(Engine& engine, const RunOptions& options, RunResult& result) {
+    if (options.events || options.text_log || options.check_determinism || options.record_timeline) return;
+    engine.log().mute(options.muted_keeps);
+    result.events_kept = options.muted_keeps;
+}
+
 RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions& options) {
     RunResult result;
     Engine engine(trace, variant);
-    if (!options.events && !options.text_log && !options.check_determinism && !options.record_timeline)
-        engine.log().mute();
+    mute_unread_log(engine, options, result);
     WorkerObservers access_checker(engine.scheduler());
     engine.set_observer(&access_checker);
     const auto checkers = make_core_checkers();
@@ -233,7 +239,8 @@ RunResult run_for_search(const Trace& trace, const Variant& variant, RunOptions 
     options.text_log = false;
     options.events = false;
     RunResult result = run_trace(trace, variant, options);
-    if ((result.verdict == Verdict::pass && !result.internal_error) || !result.events.empty()) return result;
+    if ((result.verdict == Verdict::pass && !result.internal_error) || result.events_kept == EventCategories::all())
+        return result;
     options.events = true;
     return run_trace(trace, variant, options);
 }

@@ -31,6 +31,9 @@ struct RunResult {
     std::vector<Finding> findings;
     std::optional<UpstreamCrash> crash;  // the upstream assertion the run died on
     std::vector<LogEvent> events;        // the event log as typed events
+    // The categories `events` holds every event of: all, unless the run was muted (RunOptions::events
+    // off), when only RunOptions::muted_keeps.
+    EventCategories events_kept = EventCategories::all();
     std::optional<Timeline> timeline;    // when RunOptions::record_timeline asked for it
 };
 
@@ -46,6 +49,9 @@ struct RunOptions {
     // For runs nobody reads the events of (a fuzz input that passes); a caller that needs the events
     // of a failing run runs it again with them.
     bool events = true;
+    // What a muted run keeps all the same (RunResult::events_kept): the fuzz target keeps the
+    // categories the registry's conditions read, so that classifying a failing input needs no replay.
+    EventCategories muted_keeps = {};
     // Checkers that judge only what a step touched (Checker::check_step) also sweep everything
     // every `sweep_period` steps and after the last step. 0: by pool size (1 up to
     // kBlocksPerSweepStep blocks, so small pools are swept every step).
@@ -67,8 +73,8 @@ RunResult run_trace(const Trace& trace, const Variant& variant, const RunOptions
 
 // A search's run (kvsim explore, the fuzz target's NEW findings): `options` with no text log and no
 // events; a run that fails is run again with its events. The verdict is the same either way; only a
-// failing run keeps its events. (The fuzz target runs its inputs muted with run_trace: the classifier
-// replays a failing run for its events when an entry reads them.)
+// failing run keeps its events. (The fuzz target runs its inputs muted with run_trace, keeping the
+// categories the registry reads: the classifier replays a failing run only for events it lacks.)
 RunResult run_for_search(const Trace& trace, const Variant& variant, RunOptions options = {});
 
 }  // namespace kvsim

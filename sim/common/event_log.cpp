@@ -26,6 +26,9 @@ constexpr std::array<std::pair<EventCategory, std::string_view>, 26> kCategoryNa
     {EventCategory::reset, "reset"},
 }};
 
+static_assert(kCategoryNames.size() == static_cast<std::size_t>(EventCategory::reset) + 1,
+              "EventCategories::all() takes reset as the last category");
+
 constexpr std::array<std::pair<FieldKind, std::string_view>, 9> kFieldKindNames = {{
     {FieldKind::integer, "integer"},
     {FieldKind::flag, "flag"},
@@ -137,7 +140,7 @@ std::string render_line(const LogEvent& event) {
 }
 
 EventBuilder::EventBuilder(EventLog* log, EventCategory category, std::string_view format)
-    : log_(log), discard_(log != nullptr && log->muted()) {
+    : log_(log), discard_(log != nullptr && !log->keeps(category)) {
     if (discard_) return;
     event_.category = category;
     event_.format = format;
@@ -154,7 +157,7 @@ EventBuilder& EventBuilder::add(std::string_view key, FieldKind kind, FieldValue
 }
 
 void EventLog::append(LogEvent event) {
-    if (muted_) return;
+    if (!keeps(event.category)) return;
     event.step = step_;
     events_.push_back(std::move(event));
 }

@@ -4,6 +4,7 @@
 // from the fields through each event's format, and its digest backs the determinism check.
 // Byte-identical for the same trace and seed on every build.
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,31 @@ enum class EventCategory : std::uint8_t {
 };
 std::string_view to_string(EventCategory category);
 std::optional<EventCategory> parse_event_category(std::string_view text);
+
+// A set of event categories: a bit each.
+class EventCategories {
+public:
+    constexpr EventCategories() = default;
+    constexpr EventCategories(std::initializer_list<EventCategory> categories) {
+        for (EventCategory c : categories) insert(c);
+    }
+    static constexpr EventCategories all() {
+        EventCategories every;
+        every.bits_ = (std::uint32_t{1} << (static_cast<int>(EventCategory::reset) + 1)) - 1;
+        return every;
+    }
+    constexpr void insert(EventCategory c) { bits_ |= bit(c); }
+    constexpr void insert(EventCategories other) { bits_ |= other.bits_; }
+    constexpr bool contains(EventCategory c) const { return (bits_ & bit(c)) != 0; }
+    constexpr bool contains(EventCategories other) const { return (bits_ & other.bits_) == other.bits_; }
+    constexpr bool empty() const { return bits_ == 0; }
+    constexpr bool operator==(const EventCategories&) const = default;
+
+private:
+    static constexpr std::uint32_t bit(EventCategory c) { return std::uint32_t{1} << static_cast<int>(c); }
+    std::uint32_t bits_ = 0;
+};
+static_assert(static_cast<int>(EventCategory::reset) < 32, "EventCategories keeps a category per bit of 32");
 
 // What a field's value means; it decides the JSON type and the text rendering.
 enum class FieldKind : std::uint8_t {
@@ -99,7 +125,7 @@ public:
     EventBuilder& operator=(const EventBuilder&) = delete;
     ~EventBuilder();
 
-    // Each adds a field; on a muted log's event none builds its value.
+    // Each adds a field; on an event the muted log does not keep, none builds its value.
     EventBuilder& request(std::string id) { return discarded() ? *this : add("request", FieldKind::request, std::move(id)); }
     EventBuilder& integer(std::string_view key, std::int64_t v) {
         return discarded() ? *this : add(key, FieldKind::integer, v);
@@ -133,7 +159,7 @@ private:
     bool discarded() const { return discard_; }
     EventBuilder& add(std::string_view key, FieldKind kind, FieldValue value);
     EventLog* log_;
-    bool discard_ = false;  // the event of a muted log: nothing is built or appended
+    bool discard_ = false;  // an event the muted log does not keep: nothing is built or appended
     LogEvent event_;
 };
 
@@ -144,10 +170,14 @@ inline EventBuilder make_event(EventCategory category, std::string_view format) 
 
 class EventLog {
 public:
-    // A muted log keeps no events (a run nobody reads the events of: RunOptions::events off); the
-    // model never reads its own log, so muting changes nothing else.
-    void mute() { muted_ = true; }
-    bool muted() const { return muted_; }
+    // A muted log keeps only the events of `kept` (none by default: a run nobody reads the events
+    // of, RunOptions::events off); the model never reads its own log, so muting changes nothing else.
+    void mute(EventCategories kept = {}) {
+        muted_ = true;
+        kept_ = kept;
+    }
+    bool keeps(EventCategory category) const { return !muted_ || kept_.contains(category); }
+    bool keeps_any() const { return !muted_ || !kept_.empty(); }
     void set_step(int step) { step_ = step; }
     int step() const { return step_; }
 
@@ -177,6 +207,7 @@ private:
     mutable std::size_t rendered_ = 0;  // events_[0, rendered_) are in text_ and digest_
     int step_ = 0;
     bool muted_ = false;
+    EventCategories kept_;  // what a muted log still keeps
 };
 
 // "[1,2,3]" — the one way block lists appear in the log.

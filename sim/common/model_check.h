@@ -15,10 +15,16 @@ namespace kvsim {
 struct ModelCheck {
     std::string_view component;
 
+    // The check is inlined where it stands; the message is built out of line, on failure only.
     template <class... Args>
-    void operator()(bool ok, fmt::format_string<Args...> what, Args&&... args) const {
-        if (!ok)
-            throw std::logic_error(fmt::format("{}: {}", component, fmt::format(what, std::forward<Args>(args)...)));
+    [[gnu::always_inline]] void operator()(bool ok, fmt::format_string<Args...> what, Args&&... args) const {
+        if (!ok) [[unlikely]]
+            fail<Args...>(what, std::forward<Args>(args)...);
+    }
+
+    template <class... Args>
+    [[noreturn, gnu::cold, gnu::noinline]] void fail(fmt::format_string<Args...> what, Args&&... args) const {
+        throw std::logic_error(fmt::format("{}: {}", component, fmt::format(what, std::forward<Args>(args)...)));
     }
 };
 
