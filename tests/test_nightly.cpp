@@ -7,6 +7,7 @@
 
 #include "planted_traces.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -75,10 +76,12 @@ struct Campaign {
     void write(const std::string& name, const std::string& text) const {
         std::ofstream(dir / name, std::ios::binary) << text;
     }
-    CliResult run() const {
+    // fuzzer: the sanitizer build's path (default: the stub)
+    CliResult run(fs::path fuzzer = {}) const {
         const auto out = dir / "nightly.out";
+        if (fuzzer.empty()) fuzzer = dir / "stub" / "fuzzer";
         const std::string command = "cd " + kRepo + " && scripts/nightly --minutes 0.2 --variants v0.29.0,v0.30.0 " +
-                                    "--jobs 1 --canary-seconds 5 --no-build --fuzzer " + (dir / "stub" / "fuzzer").string() +
+                                    "--jobs 1 --canary-seconds 5 --no-build --fuzzer " + fuzzer.string() +
                                     " --fast-fuzzer " + (dir / "stub" / "fast-fuzzer").string() + " --sanitizer-share 50" +
                                     " --kvsim " + KVSIM_BINARY + " --workdir " + (dir / "work").string() + " >" +
                                     out.string() + " 2>&1";
@@ -216,6 +219,27 @@ TEST_CASE("nightly with a stub fuzzer: a canary that finds nothing fails loudly 
     REQUIRE(j["status"] == "canary_failed");
     REQUIRE(j["canary"]["status"] == "failed");
     REQUIRE_THAT(c.report_md(), Catch::Contains("FAIL: the canary did not find crash:missing_current_block_table"));
+}
+
+TEST_CASE("nightly --no-build refuses a binary of build/ older than the sources, with exit 70", "[triage][nightly]") {
+    const Campaign c("nightly-stale");
+    c.write("stub/plant-canary", kSeed000);
+    const fs::path in_build = fs::path(kRepo) / "build" / ("nightly-stale-" + std::to_string(::getpid()));
+    fs::create_directories(in_build);
+    const fs::path binary = in_build / "kvsim_fuzz_trace";
+    fs::copy_file(c.dir / "stub" / "fuzzer", binary, fs::copy_options::overwrite_existing);
+    fs::last_write_time(binary, fs::last_write_time(fs::path(kRepo) / "CMakeLists.txt") - std::chrono::hours(24));
+    const auto stale = c.run(binary);
+    fs::last_write_time(binary, fs::file_time_type::clock::now());
+    const auto fresh = c.run(binary);
+    fs::remove_all(in_build);
+    INFO(stale.out);
+    REQUIRE(stale.exit_code == 70);
+    REQUIRE_THAT(stale.out, Catch::Contains("--no-build: " + binary.string() + " is older than") &&
+                                Catch::Contains("report: status build_failed (exit 70)"));
+    INFO(fresh.out);
+    CHECK(fresh.exit_code != 70);
+    CHECK_THAT(fresh.out, !Catch::Contains("is older than"));
 }
 
 TEST_CASE("nightly rejects a bad command line with exit 64", "[triage][nightly]") {
