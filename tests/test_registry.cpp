@@ -171,6 +171,10 @@ TEST_CASE("registry: conditions over typed fields, the stack, settings and count
     CHECK_FALSE(known_with(" flag pending_load_guard=off\n"));
     CHECK_FALSE(known_with(" gone_with flags snapshot_rule=eager\n"));  // still crashes so
     CHECK_FALSE(known_with(" gone_with patch +not_a_patch_yet\n"));     // unresolvable: no match
+    CHECK_FALSE(known_with(" gone_with flags pending_load_guard=on\n"));  // the variant's own flags: the same run
+    CHECK_FALSE(known_with(" gone_with patch +pr54643\n"));             // a patch v0.30.0 already carries
+    CHECK_FALSE(known_with(" gone_with no_fault load_fail\n"));         // no such fault to take out: the same trace
+    CHECK(known_with(" gone_with patch +p2p_pull_only_when_loading\n"));  // the fix: the crash is gone
     const Registry old_only = parse_registry(std::string(head).replace(head.find("variants *"), 10, "variants v0.29.0*"), "o.txt");
     CHECK(classified(store_first, "v0.30.0", old_only) == nullptr);  // applies to v0.29.0* only
     CHECK(classified(store_first, "v0.29.0", old_only) != nullptr);

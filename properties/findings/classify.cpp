@@ -147,11 +147,15 @@ bool gone_with(const Condition& c, const Subject& s) {
         if (!patched) return false;
         variant = *patched;
     } else {
-        std::erase_if(trace.events, [&](const Event& e) {
+        const auto erased = std::erase_if(trace.events, [&](const Event& e) {
             const auto* f = std::get_if<FaultEvent>(&e.body);
             return f != nullptr && fault_matches(*f, c, s);
         });
+        if (erased == 0) return false;  // the same trace: the same run
     }
+    // The same flags make the same run (a fix patch the variant already carries: +all_fixes's campaigns)
+    if (c.counterfactual != CounterfactualKind::no_fault && variant_flag_values(variant) == variant_flag_values(s.variant))
+        return false;
     const RunResult again = run_trace(trace, variant, rerun_options(s.options, false));
     return !again.internal_error && again.signature != s.result.signature;
 }
