@@ -29,16 +29,20 @@ Violation store_violation(std::string invariant, const SaveJob& job, std::vector
             .tokens = TokenRange{.start = job.token_start, .end = job.token_end}};
 }
 
+// How a message names the job; formatted only for a violation (a check that holds formats nothing).
+std::string job_name(const SaveJob& job) {
+    return job.job_id >= 0 ? fmt::format("store job {}", job.job_id) : "store job";
+}
+
 }  // namespace
 
 void WorkerAccessChecker::save_emitted(const SaveJob& job) {
     const KVCacheManager& kvm = scheduler_.kv_cache_manager();
-    const std::string job_name = job.job_id >= 0 ? fmt::format("store job {}", job.job_id) : "store job";
     const bool request_alive = scheduler_.requests().contains(job.req_id);
     if (!request_alive || !kvm.has_blocks(job.req_id)) {
         violations_.push_back(store_violation(
             "save_without_current_table", job, {},
-            fmt::format("{} saves tokens [{}, {}) for a request the core holds no block table for", job_name,
+            fmt::format("{} saves tokens [{}, {}) for a request the core holds no block table for", job_name(job),
                         job.token_start, job.token_end)));
         return;
     }
@@ -53,14 +57,14 @@ void WorkerAccessChecker::save_emitted(const SaveJob& job) {
     if (!foreign.empty())
         violations_.push_back(store_violation(
             "save_block_not_in_snapshot", job, foreign,
-            fmt::format("{} names blocks outside the request's current table {}", job_name, format_blocks(table))));
+            fmt::format("{} names blocks outside the request's current table {}", job_name(job), format_blocks(table))));
     const int block_size = kvm.block_size();
     const std::size_t needed = static_cast<std::size_t>((job.token_end + block_size - 1) / block_size);
     const std::size_t named = job.block_ids.empty() ? 0 : job.block_ids.front().size();
     if (named < needed)
         violations_.push_back(store_violation("save_tokens_without_blocks", job, {},
                                               fmt::format("{} writes {} tokens but names {} block(s) in {} group(s)",
-                                                          job_name, job.token_end, named, job.block_ids.size())));
+                                                          job_name(job), job.token_end, named, job.block_ids.size())));
 }
 
 void WorkerAccessChecker::save_read(const SaveJob& job, int rank) {
@@ -84,6 +88,7 @@ void WorkerAccessChecker::save_read(const SaveJob& job, int rank) {
             foreign.push_back(b);  // handed out again since the job was emitted
         }
     }
+    if (freed.empty() && foreign.empty()) return;
     const std::string what = fmt::format("rank {} of store job {}", rank, job.job_id);
     if (!freed.empty()) {
         violations_.push_back(store_violation("read_freed_block", job, freed, what + " reads blocks that were freed"));
