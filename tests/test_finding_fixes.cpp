@@ -57,6 +57,7 @@ const std::map<std::string, std::string>& trace_of_patch() {
         {"defer_save_over_sync_load+store_tracker_rewind", "failed_sync_load_shared_prefix_saved_with_tracker_not_rewound"},
         {"discard_inflight_on_failed_load+pin_aware_preemption", "async_load_self_reservation_with_pin_cascade"},
         {"pr57841+requeue_blockless_failed_load", "pending_head_hides_failed_load_blockless_head"},
+        {"rollback_placeholders_on_failed_load+cap_rollback_full_prompt", "rollback_strands_full_prompt_sharer"},
     };
     return table;
 }
@@ -245,6 +246,28 @@ TEST_CASE("+cap_failed_load_full_prompt: the sharer of a failed block is promote
     REQUIRE(fixed.verdict == Verdict::pass);
     CHECK(promoted(fixed, "r2") == std::optional<std::int64_t>{16});
     CHECK(any_event(fixed, EventCategory::finish, "r2"));
+}
+
+TEST_CASE("+cap_rollback_full_prompt: a sharer left with every token computed by the rollback computes its last one",
+          "[findings][patch][async]") {
+    const auto last_invalid = [](const RunResult& r, const std::string& request) {
+        std::optional<std::int64_t> computed;
+        for (const LogEvent& e : r.events)
+            if (e.category == EventCategory::invalid && e.request() == request) computed = e.integer("computed");
+        return computed;
+    };
+    const std::string name = "rollback_strands_full_prompt_sharer";
+    // req-0 found block 1 marked by r4 and keeps its count before the processed step: its whole prompt.
+    const RunResult stranded = run(name, "v0.30.0+rollback_placeholders_on_failed_load");
+    REQUIRE(stranded.verdict == Verdict::liveness);
+    CHECK(last_invalid(stranded, "req-0") == std::optional<std::int64_t>{2});
+    CHECK(any_event(stranded, EventCategory::finish, "r4"));
+    CHECK_FALSE(any_event(stranded, EventCategory::finish, "req-0"));
+    const RunResult fixed = run(name, "v0.30.0+rollback_placeholders_on_failed_load+cap_rollback_full_prompt");
+    REQUIRE(fixed.verdict == Verdict::pass);
+    CHECK(any_event(fixed, EventCategory::finish, "req-0"));
+    // Without the rollback the cap has nothing to act on: the placeholders keep req-0 scheduled (#45138).
+    CHECK(run(name, "v0.30.0+cap_rollback_full_prompt").signature == "violation:computed_beyond_tokens");
 }
 
 TEST_CASE("kv_load_failure_policy=fail: a save emitted for a request that ends FINISHED_ERROR in the same step is "

@@ -10,7 +10,7 @@ using namespace kvsim;
 
 TEST_CASE("variant flags: each row lists its values with the PR that brought them", "[variant]") {
     const auto& flags = variant_flags();
-    REQUIRE(flags.size() == 25);
+    REQUIRE(flags.size() == 26);
     CHECK(flags[0].flag == "free_order");
     CHECK(flags[0].values == "append_all | fresh_head (#42656) | fresh_head_lifo (#51482)");
     CHECK(flags[4].values == "none | is_consumer (seed 000, rejected)");
@@ -19,7 +19,7 @@ TEST_CASE("variant flags: each row lists its values with the PR that brought the
     CHECK(flags[9].values == "reported | only_when_loading (NIXL's #56640, kvsim fix)");
     const std::vector<std::string> unfixed = {"reported",  "reported",  "kept", "admitted", "preempted",
                                               "preempted", "off", "stays_skipped", "emitted",  "kept",
-                                              "kept"};
+                                              "kept",      "stranded"};
     auto with_unfixed = [&](std::vector<std::string> values) {
         values.insert(values.end(), unfixed.begin(), unfixed.end());
         return values;
@@ -35,21 +35,23 @@ TEST_CASE("variant flags: each row lists its values with the PR that brought the
           with_async(with_unfixed({"fresh_head_lifo", "every_scheduled", "assert_missing", "on", "none", "real",
                                    "store_job_pins", "fail"}),
                      "stops_retry"));
-    CHECK(flags[20].values == "immediate | fenced (#45357)");
+    CHECK(flags[21].values == "immediate | fenced (#45357)");
     CHECK(require_variant("v0.30.0+pre45357").deferred_block_free == DeferredBlockFree::immediate);
     CHECK(require_variant("v0.30.0+pre49675").fenced_victim == FencedVictim::preempted);
     CHECK(flags[18].values == "kept | capped (kvsim fix)");
-    CHECK(flags[21].values == "kv_consumer | any_loader (kvsim fix)");
+    CHECK(flags[19].values == "stranded | capped (kvsim fix)");
+    CHECK(flags[22].values == "kv_consumer | any_loader (kvsim fix)");
     CHECK(require_variant("v0.30.0+defer_free_for_loading_producer").deferred_free_scope == DeferredFreeScope::any_loader);
-    CHECK(flags[23].values == "uncounted | counted (#42568, open)");
+    CHECK(flags[24].values == "uncounted | counted (#42568, open)");
     CHECK(require_variant("v0.30.0+pr42568").async_load_accounting == AsyncLoadAccounting::counted);
-    CHECK(flags[24].values == "stops_scan | skipped_for_holders (#45406, closed)");
+    CHECK(flags[25].values == "stops_scan | skipped_for_holders (#45406, closed)");
     CHECK(require_variant("v0.30.0+pr45406").blocked_head == BlockedHead::skipped_for_holders);
     const auto all_fixes = variant_flag_values(require_variant("v0.30.0+all_fixes"));
-    CHECK(std::vector<std::string>(all_fixes.end() - 17, all_fixes.end() - 6) ==
+    CHECK(std::vector<std::string>(all_fixes.end() - 18, all_fixes.end() - 6) ==
           std::vector<std::string>{"silent", "only_when_loading", "discarded", "deferred", "stops_retry",
-                                   "waits_for_pins", "on", "requeued_waiting", "deferred", "rolled_back", "capped"});
-    CHECK(all_fixes[21] == "any_loader");
+                                   "waits_for_pins", "on", "requeued_waiting", "deferred", "rolled_back", "capped",
+                                   "capped"});
+    CHECK(all_fixes[22] == "any_loader");
 }
 
 TEST_CASE("variant patches set their flag on top of a release", "[variant]") {
@@ -81,7 +83,8 @@ TEST_CASE("variant patches: one per known finding, and all_fixes composes them a
                                     {"requeue_blockless_failed_load", "blockless_failed_load", "requeued_waiting"},
                                     {"defer_save_over_sync_load", "save_over_loading_block", "deferred"},
                                     {"rollback_placeholders_on_failed_load", "failed_load_placeholders", "rolled_back"},
-                                    {"cap_failed_load_full_prompt", "failed_load_full_prompt", "capped"}};
+                                    {"cap_failed_load_full_prompt", "failed_load_full_prompt", "capped"},
+                                    {"cap_rollback_full_prompt", "rollback_full_prompt", "capped"}};
     const Variant all = require_variant("v0.30.0+all_fixes");
     for (const One& f : fixes) {
         INFO(f.patch);

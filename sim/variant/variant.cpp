@@ -65,6 +65,7 @@ const std::vector<FlagRow>& flag_rows() {
         flag_row<&Variant::failed_load_placeholders>("failed_load_placeholders",
                                                      {{"kept", ""}, {"rolled_back", "#45146/#45430, open"}}),
         flag_row<&Variant::failed_load_full_prompt>("failed_load_full_prompt", {{"kept", ""}, {"capped", "kvsim fix"}}),
+        flag_row<&Variant::rollback_full_prompt>("rollback_full_prompt", {{"stranded", ""}, {"capped", "kvsim fix"}}),
         // vllm/config/vllm.py VllmConfig.__post_init__ @ 09f030eaf851400a83ad3d99f730868f76df0ca7 and
         // @ 000fc94b754f66aeb60ef5acf1ea2e94cdc65164: an unset async_scheduling resolves to on unless pipeline
         // parallelism (the older), a pooling model (the newer), a non-EAGLE spec-decode method or an executor
@@ -221,6 +222,11 @@ const std::vector<Patch>& patches() {
                       .description = "kvsim fix: a promoted request whose failed async load left it every token computed "
                       "recomputes the last one, as after a full-prompt hit"},
              .settings = {{.flag = "failed_load_full_prompt", .value = "capped"}},
+             .fixes_finding = true},
+            {.info = {.name = "cap_rollback_full_prompt",
+                      .description = "kvsim fix: a request whose placeholders a failed load rolled back, left with "
+                      "every token computed, recomputes the last one, as after a full-prompt hit"},
+             .settings = {{.flag = "rollback_full_prompt", .value = "capped"}},
              .fixes_finding = true},
             {.info = {.name = "pre45357",
                       .description = "upstream before #45357: a freed request's blocks return to the pool while a "

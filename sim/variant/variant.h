@@ -91,6 +91,11 @@ enum class FailedLoadPlaceholders { kept, rolled_back };
 // same scan marked keeps its whole count, the full prompt after a full-prompt load (upstream), or gives back the
 // last token as the success branch does, so it can sample (kvsim fix).
 enum class FailedLoadFullPrompt { kept, capped };
+// failed_load_placeholders=rolled_back: a running request rewound with every token still counted computed (a
+// sharer whose invalid blocks an earlier request marked keeps its count before the processed step) has had its
+// sampled token and its placeholders dropped, so it has nothing left to schedule (the proposal), or gives back
+// its last token to compute again, as after a full-prompt hit (kvsim fix).
+enum class RollbackFullPrompt { stranded, capped };
 
 // SchedulerConfig.async_scheduling when the trace does not state it: off, or on as vllm/config/vllm.py
 // VllmConfig.__post_init__ resolves None where nothing is incompatible (#27614; every modelled release).
@@ -134,6 +139,7 @@ struct Variant {
     SaveOverLoadingBlock save_over_loading_block = SaveOverLoadingBlock::emitted;
     FailedLoadPlaceholders failed_load_placeholders = FailedLoadPlaceholders::kept;
     FailedLoadFullPrompt failed_load_full_prompt = FailedLoadFullPrompt::kept;
+    RollbackFullPrompt rollback_full_prompt = RollbackFullPrompt::stranded;
     AsyncSchedulingDefault async_scheduling_default = AsyncSchedulingDefault::on;
     DeferredBlockFree deferred_block_free = DeferredBlockFree::fenced;
     DeferredFreeScope deferred_free_scope = DeferredFreeScope::kv_consumer;
