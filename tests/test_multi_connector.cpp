@@ -78,8 +78,8 @@ struct FakeWorker : KVConnectorWorker {
     std::map<int, KVConnectorOutput> script;  // step -> what get_finished reports
     std::vector<std::pair<int, std::string>> seen;
     bool is_busy = false;
-    void execute(int step, const SchedulerOutput& output) override {
-        const auto* m = dynamic_cast<const FakeMeta*>(output.kv_connector_metadata.get());
+    void bind_and_start(int step, const ConnectorMetadata* metadata) override {
+        const auto* m = dynamic_cast<const FakeMeta*>(metadata);
         seen.emplace_back(step, m != nullptr ? m->tag : std::string("none"));
     }
     KVConnectorOutput get_finished(int step, const std::set<std::string>&) override {

@@ -177,7 +177,6 @@ public:
         kept_ = kept;
     }
     bool keeps(EventCategory category) const { return !muted_ || kept_.contains(category); }
-    bool keeps_any() const { return !muted_ || !kept_.empty(); }
     void set_step(int step) { step_ = step; }
     int step() const { return step_; }
 

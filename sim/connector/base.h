@@ -67,13 +67,16 @@ public:
     virtual std::vector<BlockId> pinned_blocks() const { return {}; }
 };
 
-// The worker side, one object for all ranks. It sees the scheduler output of the
-// step it executes, with the connector metadata bound.
+// The worker side, one object for all ranks. It sees the connector metadata of the step it
+// executes, as upstream's worker sees only what bind_connector_metadata bound.
 class KVConnectorWorker {
 public:
     virtual ~KVConnectorWorker() = default;
-    // Binds this step's metadata and starts what it asks for (loads, saves).
-    virtual void execute(int step, const SchedulerOutput& output) = 0;
+    // The step's own metadata: what the scheduler built into `output`.
+    void execute(int step, const SchedulerOutput& output) { bind_and_start(step, output.kv_connector_metadata.get()); }
+    // KVConnectorBase_V1.bind_connector_metadata + start_load_kv @ 003df2961dd8830c317a61f9745ccd557da9fa06: binds
+    // `metadata` (none: nothing to start) and starts the loads and saves it asks for.
+    virtual void bind_and_start(int step, const ConnectorMetadata* metadata) = 0;
     // What completed by the end of `step` (vllm get_finished, aggregated over ranks).
     virtual KVConnectorOutput get_finished(int step, const std::set<std::string>& finished_req_ids) = 0;
     // True while loads or saves are still in flight.

@@ -126,19 +126,16 @@ MultiConnectorWorker::MultiConnectorWorker(std::vector<std::unique_ptr<KVConnect
 
 // MultiConnector.bind_connector_metadata + start_load_kv @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: merge the extra saves,
 // then child i runs with element i.
-void MultiConnectorWorker::execute(int step, const SchedulerOutput& output) {
-    const auto* meta = dynamic_cast<const MultiKVConnectorMetadata*>(output.kv_connector_metadata.get());
-    if (output.kv_connector_metadata && meta == nullptr)
+void MultiConnectorWorker::bind_and_start(int step, const ConnectorMetadata* metadata) {
+    const auto* meta = dynamic_cast<const MultiKVConnectorMetadata*>(metadata);
+    if (metadata != nullptr && meta == nullptr)
         throw std::logic_error("MultiConnectorWorker: metadata is not MultiKVConnectorMetadata");
     if (meta != nullptr && meta->metadata.size() != children_.size())
         throw std::logic_error("MultiConnectorWorker: metadata does not match the children");
     if (meta != nullptr)
         for (const auto& [id, n] : meta->extra_async_saves) extra_async_saves_[id] = n;  // dict.update
-    SchedulerOutput child_output = output;
-    for (std::size_t i = 0; i < children_.size(); ++i) {
-        child_output.kv_connector_metadata = meta != nullptr ? meta->metadata[i] : nullptr;
-        children_[i]->execute(step, child_output);
-    }
+    for (std::size_t i = 0; i < children_.size(); ++i)
+        children_[i]->bind_and_start(step, meta != nullptr ? meta->metadata[i].get() : nullptr);
 }
 
 // MultiConnector.get_transfer_results + get_block_ids_with_load_errors @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: a

@@ -64,7 +64,7 @@ public:
     // the same at both commits for the outputs kvsim models, so no flag is read.
     MultiConnectorWorker(std::vector<std::unique_ptr<KVConnectorWorker>> children, const Variant& variant);
 
-    void execute(int step, const SchedulerOutput& output) override;
+    void bind_and_start(int step, const ConnectorMetadata* metadata) override;
     KVConnectorOutput get_finished(int step, const std::set<std::string>& finished_req_ids) override;
     bool busy() const override;
 

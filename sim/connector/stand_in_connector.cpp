@@ -46,8 +46,8 @@ FinishResult StandInConnectorScheduler::request_finished(Request& request, const
     return {.delay_free_blocks = false};
 }
 
-void StandInConnectorWorker::execute(int step, const SchedulerOutput& output) {
-    const auto* meta = dynamic_cast<const StandInMetadata*>(output.kv_connector_metadata.get());
+void StandInConnectorWorker::bind_and_start(int step, const ConnectorMetadata* metadata) {
+    const auto* meta = dynamic_cast<const StandInMetadata*>(metadata);
     if (meta == nullptr) return;
     for (const auto& [id, blocks] : meta->loads) inflight_[id] = step + spec_.load_delay;
 }

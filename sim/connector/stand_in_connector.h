@@ -36,7 +36,7 @@ private:
 class StandInConnectorWorker : public KVConnectorWorker {
 public:
     explicit StandInConnectorWorker(const ConnectorSpec& spec) : spec_(spec) {}
-    void execute(int step, const SchedulerOutput& output) override;
+    void bind_and_start(int step, const ConnectorMetadata* metadata) override;
     KVConnectorOutput get_finished(int step, const std::set<std::string>& finished_req_ids) override;
     bool busy() const override { return !inflight_.empty(); }
 

@@ -46,8 +46,8 @@ std::shared_ptr<const ConnectorMetadata> MockConnectorScheduler::build_connector
     return meta;
 }
 
-void MockConnectorWorker::execute(int step, const SchedulerOutput& output) {
-    const auto* meta = dynamic_cast<const MockMetadata*>(output.kv_connector_metadata.get());
+void MockConnectorWorker::bind_and_start(int step, const ConnectorMetadata* metadata) {
+    const auto* meta = dynamic_cast<const MockMetadata*>(metadata);
     if (meta == nullptr) return;
     for (const auto& id : meta->async_loads)
         if (!scripted_.covers_recv(id, step)) inflight_[id] = step + env_.draw_load_delay();

@@ -49,7 +49,7 @@ private:
 class MockConnectorWorker : public KVConnectorWorker {
 public:
     MockConnectorWorker(WorkerEnv& env, const ScriptedReports& scripted) : env_(env), scripted_(scripted) {}
-    void execute(int step, const SchedulerOutput& output) override;
+    void bind_and_start(int step, const ConnectorMetadata* metadata) override;
     KVConnectorOutput get_finished(int step, const std::set<std::string>& finished_req_ids) override;
     bool busy() const override { return !inflight_.empty(); }
 

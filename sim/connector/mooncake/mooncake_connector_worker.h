@@ -41,7 +41,7 @@ public:
     // receiver runs unless kv_producer, the sender unless kv_consumer.
     MooncakeConnectorWorker(const ConnectorSpec& spec, WorkerEnv& env, MooncakeWorkerOptions options = {});
 
-    void execute(int step, const SchedulerOutput& output) override;
+    void bind_and_start(int step, const ConnectorMetadata* metadata) override;
     KVConnectorOutput get_finished(int step, const std::set<std::string>& finished_req_ids) override;
     bool busy() const override;
 

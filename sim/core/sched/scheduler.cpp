@@ -105,7 +105,7 @@ SchedulerOutput Scheduler::schedule(int step) {
 
     if (connector_ != nullptr) {
         out.kv_connector_metadata = connector_->build_connector_meta(out);
-        if (out.kv_connector_metadata && log_.keeps_any())
+        if (out.kv_connector_metadata && log_.keeps(EventCategory::meta))
             for (LogEvent& event : out.kv_connector_metadata->log_events()) log_.append(std::move(event));
     }
     out.kv_connector_block_state.reset();  // workers never see it

@@ -39,8 +39,8 @@ MooncakeStoreWorker::MooncakeStoreWorker(const ConnectorSpec& spec, const Engine
       stored_requests_(rank_busy_until_.size()),
       finished_store_req_(rank_busy_until_.size()) {}
 
-void MooncakeStoreWorker::execute(int step, const SchedulerOutput& output) {
-    const auto* meta = dynamic_cast<const StoreMetadata*>(output.kv_connector_metadata.get());
+void MooncakeStoreWorker::bind_and_start(int step, const ConnectorMetadata* metadata) {
+    const auto* meta = dynamic_cast<const StoreMetadata*>(metadata);
     if (meta == nullptr) return;
     bound_preempted_ = meta->preempted_req_ids;
 

@@ -40,7 +40,7 @@ public:
 
     // MooncakeStoreWorker.get_finished (issue half) @ 003df2961dd8830c317a61f9745ccd557da9fa06: binds the StoreMetadata,
     // starts loads (can_load metas) and store jobs (can_save metas, if this worker can put).
-    void execute(int step, const SchedulerOutput& output) override;
+    void bind_and_start(int step, const ConnectorMetadata* metadata) override;
     // MooncakeStoreWorker.get_finished (completion half), get_block_ids_with_load_errors,
     // build_connector_worker_meta (#52372: completed_saves, store/data.py @ a83dffb9ea007219cd877492e020ec6bee45c6a3); delay_free: _get_and_clear_finished_sending.
     KVConnectorOutput get_finished(int step, const std::set<std::string>& finished_req_ids) override;
