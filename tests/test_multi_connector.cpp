@@ -70,7 +70,7 @@ struct FakeChild : KVConnectorScheduler {
         return {delay};
     }
     bool has_pending_push_work() const override { return push; }
-    std::vector<BlockId> pinned_blocks() const override { return pins; }
+    void append_pinned_blocks(std::vector<BlockId>& out) const override { out.insert(out.end(), pins.begin(), pins.end()); }
 };
 
 // A scripted worker-side child.

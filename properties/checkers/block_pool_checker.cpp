@@ -149,8 +149,9 @@ bool BlockPoolChecker::count_holders(const Engine& engine) {
             if (id == kNullBlockId) ok = false;
             else hold(id);
         }
-    if (const KVConnectorScheduler* connector = engine.connector())
-        for (BlockId id : connector->pinned_blocks()) hold(id);
+    pins_.clear();
+    if (const KVConnectorScheduler* connector = engine.connector()) connector->append_pinned_blocks(pins_);
+    for (BlockId id : pins_) hold(id);
     for (const DeferredFree& held : engine.scheduler().deferred_frees())  // #45357's fenced frees
         for (BlockId id : held.blocks) hold(id);
     return ok;

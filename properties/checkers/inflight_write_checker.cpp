@@ -12,8 +12,15 @@ void InflightWriteChecker::forward_dispatched(std::int64_t batch, const std::str
                                               const std::vector<BlockId>& blocks) {
     if (blocks.empty()) return;  // nothing it writes can be reused or loaded into
     const BlockPool& pool = scheduler_.kv_cache_manager().block_pool();
-    ForwardWrite write{.batch = batch, .req_id = req_id, .blocks = {}, .loaded = {}};
-    write.blocks.reserve(blocks.size());
+    ForwardWrite write;
+    if (!spare_.empty()) {
+        write = std::move(spare_.back());
+        spare_.pop_back();
+    }
+    write.batch = batch;
+    write.req_id = req_id;
+    write.blocks.clear();
+    write.loaded.clear();
     for (BlockId b : blocks) write.blocks.push_back({.block = b, .generation = pool.block(b).generation});
     in_flight_.push_back(std::move(write));
 }
@@ -38,7 +45,12 @@ void InflightWriteChecker::forward_completed(std::int64_t batch) {
                                                      "freed and handed out again while it was in flight",
                                                      batch, write.req_id)});
     }
-    std::erase_if(in_flight_, [&](const ForwardWrite& write) { return write.batch == batch; });
+    // the batch's writes leave in_flight_ (the rest keep their order) for spare_
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < in_flight_.size(); ++i)
+        if (in_flight_[i].batch != batch) std::swap(in_flight_[kept++], in_flight_[i]);
+    for (std::size_t i = kept; i < in_flight_.size(); ++i) spare_.push_back(std::move(in_flight_[i]));
+    in_flight_.resize(kept);
 }
 
 void InflightWriteChecker::load_written(const std::string& req_id, const std::vector<BlockId>& blocks,

@@ -53,6 +53,7 @@ private:
 
     const Scheduler& scheduler_;
     std::vector<ForwardWrite> in_flight_;  // dispatch order
+    std::vector<ForwardWrite> spare_;      // completed writes, kept for their buffers
     std::vector<Violation> violations_;
 };
 

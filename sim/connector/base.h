@@ -63,8 +63,13 @@ public:
     virtual bool has_pending_push_work() const { return false; }
     // KVConnectorBase_V1.bind_gpu_block_pool
     virtual void bind_gpu_block_pool(BlockPool* /*pool*/) {}
-    // Blocks this connector holds a ref on (store-job pins), once per ref; for the checkers.
-    virtual std::vector<BlockId> pinned_blocks() const { return {}; }
+    // Blocks this connector holds a ref on (store-job pins), once per ref, appended to `out`.
+    virtual void append_pinned_blocks(std::vector<BlockId>& /*out*/) const {}
+    std::vector<BlockId> pinned_blocks() const {
+        std::vector<BlockId> out;
+        append_pinned_blocks(out);
+        return out;
+    }
 };
 
 // The worker side, one object for all ranks. It sees the connector metadata of the step it

@@ -108,13 +108,8 @@ void MultiConnectorScheduler::bind_gpu_block_pool(BlockPool* pool) {
     for (const auto& c : children_) c->bind_gpu_block_pool(pool);
 }
 
-std::vector<BlockId> MultiConnectorScheduler::pinned_blocks() const {
-    std::vector<BlockId> out;
-    for (const auto& c : children_) {
-        const auto pins = c->pinned_blocks();
-        out.insert(out.end(), pins.begin(), pins.end());
-    }
-    return out;
+void MultiConnectorScheduler::append_pinned_blocks(std::vector<BlockId>& out) const {
+    for (const auto& c : children_) c->append_pinned_blocks(out);
 }
 
 MultiConnectorWorker::MultiConnectorWorker(std::vector<std::unique_ptr<KVConnectorWorker>> children,

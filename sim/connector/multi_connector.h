@@ -42,7 +42,7 @@ public:
     FinishResult request_finished(Request& request, const std::vector<BlockId>& block_ids) override;
     bool has_pending_push_work() const override;
     void bind_gpu_block_pool(BlockPool* pool) override;
-    std::vector<BlockId> pinned_blocks() const override;
+    void append_pinned_blocks(std::vector<BlockId>& out) const override;
 
     std::size_t num_children() const { return children_.size(); }
     KVConnectorScheduler& child(std::size_t i) { return *children_.at(i); }

@@ -543,6 +543,7 @@ void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
         out.kv_connector_block_state = std::move(state);
     }
 
+    if (!log_.keeps(EventCategory::schedule)) return;
     CountList new_tokens, cached_tokens;
     for (const auto& nr : out.scheduled_new_reqs)
         new_tokens.emplace_back(nr.req_id, out.num_scheduled_tokens.at(nr.req_id));
@@ -732,19 +733,19 @@ void Scheduler::process_sampled_tokens(const SchedulerOutput& out, const ModelRu
 
 // Scheduler._update_from_kv_xfer_finished @ 003df2961dd8830c317a61f9745ccd557da9fa06 (its asserts carry no message)
 void Scheduler::update_from_kv_xfer_finished(const KVConnectorOutput& output) {
-    const std::string site = std::string(kSchedulerPy) + " Scheduler._update_from_kv_xfer_finished";
+    const auto site = [] { return std::string(kSchedulerPy) + " Scheduler._update_from_kv_xfer_finished"; };  // on a throw only
     if (connector_ != nullptr) connector_->update_connector_output(output);
     for (const auto& id : output.finished_recving) {
         auto* slot = requests_.find(id);
         if (slot == nullptr)
-            throw UpstreamAssertion("recving_unknown_request", site, "assert req_id in self.requests (" + id + ")", id);
+            throw UpstreamAssertion("recving_unknown_request", site(), "assert req_id in self.requests (" + id + ")", id);
         Request& req = **slot;
         if (req.status == RequestStatus::waiting_for_remote_kvs) {
             finished_recving_kv_req_ids_.insert(id);
             log_.event(EventCategory::recv_done, "{request}").request(id).flag("delayed_free", false);
         } else {
             if (!is_finished(req.status))
-                throw UpstreamAssertion("recving_not_finished", site,
+                throw UpstreamAssertion("recving_not_finished", site(),
                                         "assert RequestStatus.is_finished(req.status) (" + id + " is " +
                                             std::string(to_string(req.status)) + ")",
                                         id);
@@ -755,7 +756,7 @@ void Scheduler::update_from_kv_xfer_finished(const KVConnectorOutput& output) {
     for (const auto& id : output.finished_sending) {
         auto* slot = requests_.find(id);
         if (slot == nullptr)
-            throw UpstreamAssertion("sending_unknown_request", site, "assert req_id in self.requests (" + id + ")", id);
+            throw UpstreamAssertion("sending_unknown_request", site(), "assert req_id in self.requests (" + id + ")", id);
         log_.event(EventCategory::send_done, "{request}").request(id);
         free_blocks(**slot);
     }

@@ -378,10 +378,8 @@ FinishResult MooncakeStoreScheduler::request_finished(Request& request, const st
     return {.delay_free_blocks = !block_ids.empty()};
 }
 
-std::vector<BlockId> MooncakeStoreScheduler::pinned_blocks() const {
-    std::vector<BlockId> out;
+void MooncakeStoreScheduler::append_pinned_blocks(std::vector<BlockId>& out) const {
     for (const auto& [job, pin] : pinned_saves_) out.insert(out.end(), pin.block_ids.begin(), pin.block_ids.end());
-    return out;
 }
 
 }  // namespace kvsim

@@ -62,7 +62,7 @@ public:
     bool has_pending_push_work() const override { return !pinned_saves_.empty(); }
     // MooncakeStoreScheduler.bind_gpu_block_pool @ a83dffb9ea007219cd877492e020ec6bee45c6a3
     void bind_gpu_block_pool(BlockPool* pool) override { pool_ = pool; }
-    std::vector<BlockId> pinned_blocks() const override;
+    void append_pinned_blocks(std::vector<BlockId>& out) const override;
 
     struct UnfinishedEntry {
         const Request* request = nullptr;
