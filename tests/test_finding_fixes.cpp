@@ -70,6 +70,7 @@ const std::vector<std::string>& unfixed_findings() {
 }
 const std::vector<std::string>& second_witnesses() {
     static const std::vector<std::string> names = {"multiconnector_store_first_late_load_into_foreign_block",
+                                                   "multiconnector_store_first_delayed_send",
                                                    "store_tracker_not_rewound_saves_uncomputed_tokens",
                                                    "failed_load_keeps_async_placeholders_hang",
                                                    "pending_head_hides_failed_load_self_reservation",
