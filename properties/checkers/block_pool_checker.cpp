@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "sim/engine/engine.h"
 
@@ -19,6 +21,22 @@ struct BlockHolders {
     std::map<BlockId, int> untouched;
 };
 
+// Visits every reference a holder has on a block, in one order: block-table entries (a null entry goes to
+// `null` with its request instead), connector pins (gathered into `pins`), #45357's fenced frees.
+template <class Hold, class Null>
+void visit_holders(const Engine& engine, std::vector<BlockId>& pins, const Hold& hold, const Null& null) {
+    for (const auto& [req_id, blocks] : engine.scheduler().kv_cache_manager().all_request_blocks())
+        for (BlockId id : blocks) {
+            if (id == kNullBlockId) null(req_id);
+            else hold(id);
+        }
+    pins.clear();
+    if (const KVConnectorScheduler* connector = engine.connector()) connector->append_pinned_blocks(pins);
+    for (BlockId id : pins) hold(id);
+    for (const DeferredFree& held : engine.scheduler().deferred_frees())
+        for (BlockId id : held.blocks) hold(id);
+}
+
 BlockHolders block_holders(const Engine& engine, std::vector<Violation>& out) {
     const BlockPool& pool = engine.scheduler().kv_cache_manager().block_pool();
     BlockHolders holders{.touched = std::vector<int>(pool.num_touched_blocks(), 0), .untouched = {}};
@@ -26,22 +44,14 @@ BlockHolders block_holders(const Engine& engine, std::vector<Violation>& out) {
         if (id < holders.touched.size()) ++holders.touched[id];
         else if (id < pool.num_blocks()) ++holders.untouched[id];
     };
-    for (const auto& [req_id, blocks] : engine.scheduler().kv_cache_manager().all_request_blocks()) {
-        for (BlockId id : blocks) {
-            if (id == kNullBlockId) {
-                out.push_back({.invariant = "null_block_handed_out",
-                               .request = req_id,
-                               .blocks = {id},
-                               .detail = "a full-attention block table holds the null block"});
-                continue;
-            }
-            hold(id);
-        }
-    }
-    if (const KVConnectorScheduler* connector = engine.connector())
-        for (BlockId id : connector->pinned_blocks()) hold(id);
-    for (const DeferredFree& held : engine.scheduler().deferred_frees())  // #45357's fenced frees
-        for (BlockId id : held.blocks) hold(id);
+    const auto null = [&](const std::string& req_id) {
+        out.push_back({.invariant = "null_block_handed_out",
+                       .request = req_id,
+                       .blocks = {kNullBlockId},
+                       .detail = "a full-attention block table holds the null block"});
+    };
+    std::vector<BlockId> pins;
+    visit_holders(engine, pins, hold, null);
     return holders;
 }
 
@@ -132,11 +142,10 @@ void BlockPoolChecker::check_step(const Engine& engine, std::vector<Violation>& 
 }
 
 bool BlockPoolChecker::count_holders(const Engine& engine) {
-    const KVCacheManager& kvm = engine.scheduler().kv_cache_manager();
-    const std::uint32_t num_blocks = kvm.block_pool().num_blocks();
+    const std::uint32_t num_blocks = engine.scheduler().kv_cache_manager().block_pool().num_blocks();
     held_.clear();
     bool ok = true;
-    auto hold = [&](BlockId id) {
+    const auto hold = [&](BlockId id) {
         if (id >= num_blocks) {
             ok = false;
             return;
@@ -144,16 +153,7 @@ bool BlockPoolChecker::count_holders(const Engine& engine) {
         if (id >= holders_.size()) holders_.resize(std::max<std::size_t>(id + 1, 2 * holders_.size()), 0);
         if (holders_[id]++ == 0) held_.push_back(id);
     };
-    for (const auto& [req_id, blocks] : kvm.all_request_blocks())
-        for (BlockId id : blocks) {
-            if (id == kNullBlockId) ok = false;
-            else hold(id);
-        }
-    pins_.clear();
-    if (const KVConnectorScheduler* connector = engine.connector()) connector->append_pinned_blocks(pins_);
-    for (BlockId id : pins_) hold(id);
-    for (const DeferredFree& held : engine.scheduler().deferred_frees())  // #45357's fenced frees
-        for (BlockId id : held.blocks) hold(id);
+    visit_holders(engine, pins_, hold, [&](const std::string&) { ok = false; });
     return ok;
 }
 

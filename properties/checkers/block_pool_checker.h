@@ -31,7 +31,7 @@ private:
     std::vector<int> holders_;         // by block id; all zero between steps
     std::vector<BlockId> held_;        // distinct blocks held now
     std::vector<BlockId> last_held_;   // distinct blocks held after the last step
-    std::vector<BlockId> pins_;        // the connector's pinned blocks, refilled by count_holders
+    std::vector<BlockId> pins_;        // the connector's pinned blocks, refilled each step
 };
 
 }  // namespace kvsim
