@@ -172,11 +172,8 @@ class EventLog {
 public:
     // A muted log keeps only the events of `kept` (none by default: a run nobody reads the events
     // of, RunOptions::events off); the model never reads its own log, so muting changes nothing else.
-    void mute(EventCategories kept = {}) {
-        muted_ = true;
-        kept_ = kept;
-    }
-    bool keeps(EventCategory category) const { return !muted_ || kept_.contains(category); }
+    void mute(EventCategories kept = {}) { kept_ = kept; }
+    bool keeps(EventCategory category) const { return kept_.contains(category); }
     void set_step(int step) { step_ = step; }
     int step() const { return step_; }
 
@@ -205,8 +202,7 @@ private:
     mutable std::uint64_t digest_ = kDigestSeed;
     mutable std::size_t rendered_ = 0;  // events_[0, rendered_) are in text_ and digest_
     int step_ = 0;
-    bool muted_ = false;
-    EventCategories kept_;  // what a muted log still keeps
+    EventCategories kept_ = EventCategories::all();  // every category until muted
 };
 
 // "[1,2,3]" — the one way block lists appear in the log.
