@@ -13,10 +13,11 @@ namespace {
 
 // Every queue entry names a live request with a status that queue allows; every live request
 // sits in exactly one queue, a finished one in none; computed tokens have their tokens and blocks.
-void check_queues(const Engine& engine, std::vector<Violation>& out) {
+// `placements` is scratch (cleared here): the queues a request id sits in, counted; looked up, never iterated.
+void check_queues(const Engine& engine, std::vector<Violation>& out, OrderedMap<int>& placements) {
     const Scheduler& sched = engine.scheduler();
     const KVCacheManager& kvm = sched.kv_cache_manager();
-    OrderedMap<int> placements;  // counts only: looked up, never iterated
+    placements.clear();
     auto place = [&](const auto& ids, std::string_view where, auto status_ok) {
         for (const auto& id : ids) {
             ++placements[id];
@@ -104,7 +105,8 @@ bool report_dead_table(const Scheduler& sched, const std::string& id, const std:
 }  // namespace
 
 void RequestStateChecker::check(const Engine& engine, std::vector<Violation>& out) const {
-    check_queues(engine, out);
+    OrderedMap<int> placements;
+    check_queues(engine, out, placements);
     const Scheduler& sched = engine.scheduler();
     const BlockPool& pool = sched.kv_cache_manager().block_pool();
     std::map<BlockId, std::vector<std::string>> owners;
@@ -136,7 +138,8 @@ void RequestStateChecker::grow_block_tables(BlockId block) {
 }
 
 void RequestStateChecker::check_step(const Engine& engine, std::vector<Violation>& out, bool /*full_sweep*/) {
-    check_queues(engine, out);
+    OrderedMap<int> placements;
+    check_queues(engine, out, placements);
     const Scheduler& sched = engine.scheduler();
     const BlockPool& pool = sched.kv_cache_manager().block_pool();
     owned_.clear();

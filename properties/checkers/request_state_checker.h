@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "properties/checkers/checker.h"
+#include "sim/common/ordered_map.h"
 
 namespace kvsim {
 
@@ -29,6 +30,7 @@ private:
     std::vector<const std::string*> first_owner_;  // by block id: the first request (by id) holding it
     std::vector<BlockId> owned_;                   // distinct blocks held now
     std::vector<BlockId> shared_;                  // blocks held by two requests or more
+    OrderedMap<int> placements_;                   // check_queues' scratch, kept so a step allocates nothing
 };
 
 }  // namespace kvsim
