@@ -138,8 +138,7 @@ void RequestStateChecker::grow_block_tables(BlockId block) {
 }
 
 void RequestStateChecker::check_step(const Engine& engine, std::vector<Violation>& out, bool /*full_sweep*/) {
-    OrderedMap<int> placements;
-    check_queues(engine, out, placements);
+    check_queues(engine, out, placements_);
     const Scheduler& sched = engine.scheduler();
     const BlockPool& pool = sched.kv_cache_manager().block_pool();
     owned_.clear();
