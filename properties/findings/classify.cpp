@@ -153,8 +153,10 @@ bool gone_with(const Condition& c, const Subject& s) {
         });
         if (erased == 0) return false;  // the same trace: the same run
     }
-    // The same flags make the same run (a fix patch the variant already carries: +all_fixes's campaigns)
-    if (c.counterfactual != CounterfactualKind::no_fault && variant_flag_values(variant) == variant_flag_values(s.variant))
+    // The model is deterministic: a variant that differs only in flags the run never read makes the
+    // same run. So do the same flags (a fix patch the variant already carries: +all_fixes's campaigns).
+    if (c.counterfactual != CounterfactualKind::no_fault &&
+        (differing_flag_bits(variant, s.variant) & s.result.flags_read) == 0)
         return false;
     const RunResult again = run_trace(trace, variant, rerun_options(s.options, false));
     return !again.internal_error && again.signature != s.result.signature;

@@ -193,6 +193,7 @@ RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions&
         conclude_checks(engine, *checks, result);
     }
     take_log(engine, options.text_log, result);
+    result.flags_read = engine.flags_read();
     if (recorder) result.timeline = recorder->finish(result.events);
     return result;
 }

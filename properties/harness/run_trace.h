@@ -34,6 +34,9 @@ struct RunResult {
     // The categories `events` holds every event of: all, unless the run was muted (RunOptions::events
     // off), when only RunOptions::muted_keeps.
     EventCategories events_kept = EventCategories::all();
+    // The FlagReads bits of the variant flags the run's decisions read (Engine::flags_read); every
+    // bit in a result no engine ran.
+    std::uint32_t flags_read = ~std::uint32_t{0};
     std::optional<Timeline> timeline;    // when RunOptions::record_timeline asked for it
 };
 

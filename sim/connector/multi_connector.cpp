@@ -60,7 +60,8 @@ void MultiConnectorScheduler::update_state_after_alloc(Request& request, const K
     auto it = requests_to_connector_.find(request.id());
     const int chosen = it == requests_to_connector_.end() ? -1 : it->second;
     const KVCacheBlocks empty_blocks = KVCacheBlocks::empty(blocks.block_ids.size());
-    const KVCacheBlocks& loser_blocks = variant_.multi_loser_blocks == MultiLoserBlocks::real ? blocks : empty_blocks;
+    const KVCacheBlocks& loser_blocks =
+        variant_.flag<&Variant::multi_loser_blocks>() == MultiLoserBlocks::real ? blocks : empty_blocks;
     for (std::size_t i = 0; i < children_.size(); ++i) {
         if (static_cast<int>(i) == chosen)
             children_[i]->update_state_after_alloc(request, blocks, num_external_tokens);

@@ -20,6 +20,7 @@ TokenId sampled_token(const std::string& request_id, int position) {
 
 Engine::Engine(const Trace& trace, const Variant& variant)
     : trace_(trace), segments_(trace), variant_(variant), prng_(trace.run.seed), scripted_(trace) {
+    variant_.reads = &reads_;
     env_.config = trace.workers;
     env_.prng = &prng_;
     env_.faults = &faults_;

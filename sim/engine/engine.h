@@ -3,6 +3,7 @@
 // vllm/v1/engine/core.py EngineCore.step, and EngineCore.step_with_batch_queue under async scheduling
 // (two batches in flight) @ ac3cb2e2eca80290181abb9365d572af6d287473
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <deque>
 #include <memory>
@@ -24,6 +25,8 @@ namespace kvsim {
 class Engine {
 public:
     Engine(const Trace& trace, const Variant& variant);
+    Engine(const Engine&) = delete;  // its components hold pointers into it
+    Engine& operator=(const Engine&) = delete;
 
     // Judges every worker block access as it happens (null: nobody watches).
     void set_observer(WorkerObserver* observer) { env_.observer = observer; }
@@ -53,6 +56,8 @@ public:
 
     const Trace& trace() const { return trace_; }
     const Variant& variant() const { return variant_; }
+    // The FlagReads bits of the flags the run's decisions have read so far.
+    std::uint32_t flags_read() const { return reads_.bits(); }
     const Scheduler& scheduler() const { return *scheduler_; }
     const KVConnectorScheduler* connector() const { return connectors_.scheduler.get(); }
     const KVConnectorWorker* connector_worker() const { return connectors_.worker.get(); }
@@ -83,7 +88,8 @@ private:
 
     const Trace& trace_;
     SegmentIndex segments_;
-    Variant variant_;
+    FlagReads reads_;
+    Variant variant_;  // reads point at reads_, in every component's copy too
     EventLog log_;
     Prng prng_;
     FaultSchedule faults_;

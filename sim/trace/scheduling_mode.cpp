@@ -3,7 +3,8 @@
 namespace kvsim {
 
 bool resolved_async_scheduling(const EngineConfig& engine, const Variant& variant) {
-    return engine.async_scheduling.value_or(variant.async_scheduling_default == AsyncSchedulingDefault::on);
+    if (engine.async_scheduling) return *engine.async_scheduling;
+    return variant.flag<&Variant::async_scheduling_default>() == AsyncSchedulingDefault::on;
 }
 
 }  // namespace kvsim

@@ -22,6 +22,7 @@ struct FlagRow {
     std::vector<FlagValue> values;
     int (*get)(const Variant&);
     void (*set)(Variant&, int);
+    int bit;  // in FlagReads
 };
 
 template <auto Member>
@@ -30,7 +31,8 @@ FlagRow flag_row(std::string_view flag, std::vector<FlagValue> values) {
     return {.flag = flag,
             .values = std::move(values),
             .get = [](const Variant& v) { return static_cast<int>(v.*Member); },
-            .set = [](Variant& v, int value) { v.*Member = static_cast<Enum>(value); }};
+            .set = [](Variant& v, int value) { v.*Member = static_cast<Enum>(value); },
+            .bit = FlagBit<Member>::value};
 }
 
 const std::vector<FlagRow>& flag_rows() {
@@ -368,12 +370,14 @@ const std::vector<FlagDescription>& variant_flags() {
         std::vector<FlagDescription> out;
         for (const FlagRow& row : flag_rows()) {
             std::string values;
+            std::vector<std::string_view> names;
             for (const FlagValue& value : row.values) {
                 if (!values.empty()) values += " | ";
                 values += value.origin.empty() ? std::string(value.name)
                                                : fmt::format("{} ({})", value.name, value.origin);
+                names.push_back(value.name);
             }
-            out.push_back({.flag = row.flag, .values = std::move(values)});
+            out.push_back({.flag = row.flag, .values = std::move(values), .value_names = std::move(names)});
         }
         return out;
     }();
@@ -401,6 +405,19 @@ std::vector<std::string> variant_flag_values(const Variant& v) {
     std::vector<std::string> out;
     for (const FlagRow& row : flag_rows()) out.emplace_back(row.values.at(static_cast<std::size_t>(row.get(v))).name);
     return out;
+}
+
+std::uint32_t differing_flag_bits(const Variant& a, const Variant& b) {
+    std::uint32_t bits = 0;
+    for (const FlagRow& row : flag_rows())
+        if (row.get(a) != row.get(b)) bits |= std::uint32_t{1} << row.bit;
+    return bits;
+}
+
+std::vector<int> variant_flag_bits() {
+    std::vector<int> bits;
+    for (const FlagRow& row : flag_rows()) bits.push_back(row.bit);
+    return bits;
 }
 
 namespace {

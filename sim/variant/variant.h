@@ -1,12 +1,14 @@
 #pragma once
 // A variant = the upstream release or patch being modelled, as a set of behaviour
 // flags. Code branches on flags, never on names (sim/README.md, Variants).
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "sim/common/enum_names.h"
+#include "sim/variant/flag_reads.h"
 
 namespace kvsim {
 
@@ -119,7 +121,12 @@ enum class AsyncLoadAccounting { uncounted, counted };
 enum class BlockedHead { stops_scan, skipped_for_holders };
 
 struct Variant {
+    // Reads a flag where a decision of the model depends on it, noting the read (the run's FlagReads).
+    template <auto Member>
+    auto flag() const;
+
     std::string name = {};
+    FlagReads* reads = nullptr;  // the running engine's; null outside a run. Not a flag.
     FreeOrder free_order = FreeOrder::fresh_head_lifo;
     SnapshotRule snapshot_rule = SnapshotRule::every_scheduled;
     StaleSave stale_save = StaleSave::assert_missing;
@@ -147,6 +154,46 @@ struct Variant {
     AsyncLoadAccounting async_load_accounting = AsyncLoadAccounting::uncounted;
     BlockedHead blocked_head = BlockedHead::stops_scan;
 };
+
+// Each flag's bit in FlagReads: one per field above, in their order (variant_flag_bit checks the rows agree).
+template <auto Member>
+struct FlagBit;  // no bit: not a flag
+#define KVSIM_FLAG_BIT(field, bit) \
+    template <>                    \
+    struct FlagBit<&Variant::field> { static constexpr int value = bit; }
+KVSIM_FLAG_BIT(free_order, 0);
+KVSIM_FLAG_BIT(snapshot_rule, 1);
+KVSIM_FLAG_BIT(stale_save, 2);
+KVSIM_FLAG_BIT(pending_load_guard, 3);
+KVSIM_FLAG_BIT(pending_skip_save, 4);
+KVSIM_FLAG_BIT(multi_loser_blocks, 5);
+KVSIM_FLAG_BIT(save_block_refs, 6);
+KVSIM_FLAG_BIT(load_failure_policy_default, 7);
+KVSIM_FLAG_BIT(p2p_abort_pull, 8);
+KVSIM_FLAG_BIT(p2p_empty_pull, 9);
+KVSIM_FLAG_BIT(failed_load_inflight, 10);
+KVSIM_FLAG_BIT(async_load_behind_blockless, 11);
+KVSIM_FLAG_BIT(pinned_victim, 12);
+KVSIM_FLAG_BIT(pinned_self_victim, 13);
+KVSIM_FLAG_BIT(store_tracker_rewind, 14);
+KVSIM_FLAG_BIT(blockless_failed_load, 15);
+KVSIM_FLAG_BIT(save_over_loading_block, 16);
+KVSIM_FLAG_BIT(failed_load_placeholders, 17);
+KVSIM_FLAG_BIT(failed_load_full_prompt, 18);
+KVSIM_FLAG_BIT(rollback_full_prompt, 19);
+KVSIM_FLAG_BIT(async_scheduling_default, 20);
+KVSIM_FLAG_BIT(deferred_block_free, 21);
+KVSIM_FLAG_BIT(deferred_free_scope, 22);
+KVSIM_FLAG_BIT(fenced_victim, 23);
+KVSIM_FLAG_BIT(async_load_accounting, 24);
+KVSIM_FLAG_BIT(blocked_head, 25);
+#undef KVSIM_FLAG_BIT
+
+template <auto Member>
+auto Variant::flag() const {
+    if (reads != nullptr) reads->note(FlagBit<Member>::value);
+    return this->*Member;
+}
 
 // What is known of a preset: whether it runs every property suite cleanly, or carries a
 // defect kvsim reproduces.
@@ -186,9 +233,14 @@ std::string_view default_variant();
 struct FlagDescription {
     std::string_view flag;
     std::string values;  // "a | b (#PR) | c (#PR)"
+    std::vector<std::string_view> value_names;  // {"a", "b", "c"}
 };
 const std::vector<FlagDescription>& variant_flags();
 std::vector<std::string> variant_flag_values(const Variant& v);  // same order as variant_flags()
+// The FlagReads bits of the flags whose values differ between `a` and `b`.
+std::uint32_t differing_flag_bits(const Variant& a, const Variant& b);
+// Every flag's FlagReads bit (for a check that the bit table and the flag rows agree), in row order.
+std::vector<int> variant_flag_bits();
 // The name of `flag`'s value in `v` (throws std::logic_error for an unknown flag).
 std::string_view variant_flag_value(const Variant& v, std::string_view flag);
 // Sets `flag` to the value named `value`; false (v unchanged) when either is unknown.

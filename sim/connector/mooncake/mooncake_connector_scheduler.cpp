@@ -82,7 +82,7 @@ void MooncakeConnectorScheduler::update_state_after_alloc(Request& request, cons
         // reported, since the request does not await this connector's KV.
         const bool loads = num_external_tokens > 0;
         queue_pull(request.id(), loads ? blocks.unhashed_block_ids : GroupBlockIds{},
-                   loads || variant_.p2p_empty_pull == P2PEmptyPull::reported);
+                   loads || variant_.flag<&Variant::p2p_empty_pull>() == P2PEmptyPull::reported);
         // Only trigger 1 KV transfer per request.
         params.do_remote_prefill = false;
     } else if (params.do_remote_decode) {
@@ -135,8 +135,8 @@ FinishResult MooncakeConnectorScheduler::request_finished(Request& request, cons
         if (is_kv_producer_) fail_not_producer("request_finished");
         // vllm-project/vllm#50565 (p2p_abort_pull=silent) and NIXL's rule (p2p_empty_pull=only_when_loading):
         // nobody awaits this pull, so its answer is not reported.
-        const bool report = variant_.p2p_abort_pull == P2PAbortPull::reported &&
-                            variant_.p2p_empty_pull == P2PEmptyPull::reported;
+        const bool report = variant_.flag<&Variant::p2p_abort_pull>() == P2PAbortPull::reported &&
+                            variant_.flag<&Variant::p2p_empty_pull>() == P2PEmptyPull::reported;
         queue_pull(request.id(), GroupBlockIds{}, report);
         params.do_remote_prefill = false;
         log_.event(EventCategory::p2p, "{request} finished before alloc: notify-only pull queued")

@@ -34,14 +34,15 @@ bool AsyncScheduler::update_request_with_output(Request& req, const std::vector<
 }
 
 void AsyncScheduler::on_rewound_by_failed_load(Request& req, bool sampled) {
-    if (variant().failed_load_placeholders != FailedLoadPlaceholders::rolled_back) return;
+    if (variant().flag<&Variant::failed_load_placeholders>() != FailedLoadPlaceholders::rolled_back) return;
     const int this_step = sampled ? 1 : 0;
     model_check(req.num_output_placeholders >= this_step, "a sampling step holds its placeholder");
     req.async_tokens_to_discard += req.num_output_placeholders - this_step;
     req.num_output_placeholders = 0;
     // rollback_full_prompt=capped (kvsim's fix): a sharer reverted to its count before the processed step can
     // be left with every token computed, its sampled token and placeholders gone: nothing would schedule it.
-    if (variant().rollback_full_prompt == RollbackFullPrompt::capped && req.num_computed_tokens >= req.num_tokens())
+    if (req.num_computed_tokens >= req.num_tokens() &&
+        variant().flag<&Variant::rollback_full_prompt>() == RollbackFullPrompt::capped)
         req.num_computed_tokens = req.num_tokens() - 1;
 }
 

@@ -36,16 +36,18 @@ Scheduler::Scheduler(const EngineConfig& config, const Variant& variant, KVConne
       connector_(connector),
       log_(log),
       kv_cache_manager_(static_cast<std::uint32_t>(config.num_blocks), config.block_size, config.max_model_len,
-                        config.prefix_caching, variant.free_order),
+                        config.prefix_caching, variant.flag<&Variant::free_order>()),
       // Scheduler.__init__ @ 003df2961dd8830c317a61f9745ccd557da9fa06: recompute_kv_load_failures
-      recompute_kv_load_failures_(config.kv_load_failure_policy.value_or(variant.load_failure_policy_default) ==
+      recompute_kv_load_failures_((config.kv_load_failure_policy ? *config.kv_load_failure_policy
+                                                                  : variant.flag<&Variant::load_failure_policy_default>()) ==
                                   LoadFailurePolicy::recompute) {
     if (connector_ != nullptr) connector_->bind_gpu_block_pool(&kv_cache_manager_.block_pool());
     // Scheduler.__init__ after vllm-project/vllm#45357: defer only with overlapping batches and a KV consumer.
+    // A KV consumer is also a loader, so the scope flag decides only for a loader that consumes nothing.
     const bool fenced_stack =
-        variant_.deferred_free_scope == DeferredFreeScope::any_loader ? options.kv_loader : options.kv_consumer;
-    defer_block_free_ = variant_.deferred_block_free == DeferredBlockFree::fenced &&
-                        options.max_concurrent_batches > 1 && connector_ != nullptr && fenced_stack;
+        options.kv_consumer ||
+        (options.kv_loader && variant_.flag<&Variant::deferred_free_scope>() == DeferredFreeScope::any_loader);
+    may_defer_block_free_ = options.max_concurrent_batches > 1 && connector_ != nullptr && fenced_stack;
 }
 
 Request& Scheduler::request(const std::string& id) {
@@ -132,7 +134,8 @@ void Scheduler::schedule_running(StepState& st) {
             if (victim_frees_nothing_for_pins(victim_id)) break;  // stop the retry (new_blocks stays empty)
             if (self_victim_waits_for_pins(req, victim_id, num_new)) break;
             // vllm-project/vllm#49675: a victim whose free is fenced would free nothing now.
-            if (variant_.fenced_victim == FencedVictim::stops_retry && should_defer_block_free(request(victim_id)))
+            if (should_defer_block_free(request(victim_id)) &&
+                variant_.flag<&Variant::fenced_victim>() == FencedVictim::stops_retry)
                 break;
             running_.pop_back();
             Request& victim = request(victim_id);
@@ -167,7 +170,7 @@ int Scheduler::num_new_running_tokens(const Request& req, int token_budget) cons
 // fenced), extended by pinned_victim=stops_retry to store-job pins: every block of the victim stays
 // referenced after its free, and store jobs pin some of them.
 bool Scheduler::victim_frees_nothing_for_pins(const std::string& victim_id) const {
-    if (variant_.pinned_victim != PinnedVictim::stops_retry || connector_ == nullptr) return false;
+    if (connector_ == nullptr || variant_.flag<&Variant::pinned_victim>() != PinnedVictim::stops_retry) return false;
     const std::vector<BlockId> pinned = connector_->pinned_blocks();
     const BlockPool& pool = kv_cache_manager_.block_pool();
     bool any_pinned = false;
@@ -183,8 +186,8 @@ bool Scheduler::victim_frees_nothing_for_pins(const std::string& victim_id) cons
 // throws away its computed tokens, while blocks that only store-job pins hold return to the pool when
 // their jobs report. When those would cover what the allocation lacks, the request skips the step.
 bool Scheduler::self_victim_waits_for_pins(const Request& req, const std::string& victim_id, int num_new) const {
-    if (variant_.pinned_self_victim != PinnedSelfVictim::waits_for_pins || connector_ == nullptr) return false;
-    if (victim_id != req.id()) return false;
+    if (connector_ == nullptr || victim_id != req.id()) return false;
+    if (variant_.flag<&Variant::pinned_self_victim>() != PinnedSelfVictim::waits_for_pins) return false;
     const int wanted = kv_cache_manager_.num_blocks_to_allocate(req.id(), req.num_computed_tokens + num_new, {});
     const int lacking = wanted - static_cast<int>(kv_cache_manager_.block_pool().num_free_blocks());
     const int returning = blocks_held_only_by_pins();
@@ -244,14 +247,15 @@ void Scheduler::update_waiting_for_remote_kv(Request& req) {
             kv_cache_manager_.cache_blocks(req, req.num_computed_tokens);
             // failed_load_full_prompt=capped (kvsim's fix): the success branch's full-prompt rule, which upstream's
             // failed branch lacks; a sharer whose invalid blocks another request marked keeps its whole count.
-            if (variant_.failed_load_full_prompt == FailedLoadFullPrompt::capped &&
-                req.num_computed_tokens == req.num_tokens())
+            if (req.num_computed_tokens == req.num_tokens() &&
+                variant_.flag<&Variant::failed_load_full_prompt>() == FailedLoadFullPrompt::capped)
                 req.num_computed_tokens = req.num_tokens() - 1;
         } else {
             kv_cache_manager_.free(req);
             // failed_load_inflight=discarded (kvsim's fix): with no blocks left, the request must not
             // reserve its own whole demand when it is admitted as an async load again.
-            if (variant_.failed_load_inflight == FailedLoadInflight::discarded) inflight_prefills_.erase(req.id());
+            if (variant_.flag<&Variant::failed_load_inflight>() == FailedLoadInflight::discarded)
+                inflight_prefills_.erase(req.id());
         }
     } else {
         kv_cache_manager_.cache_blocks(req, req.num_computed_tokens);
@@ -264,8 +268,8 @@ void Scheduler::update_waiting_for_remote_kv(Request& req) {
 // limits): a promoted request whose failed load freed every block would head skipped_waiting holding none, ahead
 // of parked loads that hold blocks; it re-enters waiting at the front instead, as a preempted request does.
 bool Scheduler::requeue_blockless_failed_load(std::deque<std::string>& queue, const Request& req) {
-    if (variant_.blockless_failed_load != BlocklessFailedLoad::requeued_waiting || &queue != &skipped_waiting_ ||
-        kv_cache_manager_.has_blocks(req.id()))
+    if (&queue != &skipped_waiting_ || kv_cache_manager_.has_blocks(req.id()) ||
+        variant_.flag<&Variant::blockless_failed_load>() != BlocklessFailedLoad::requeued_waiting)
         return false;
     queue.pop_front();
     waiting_.push_front(req.id());
@@ -425,10 +429,10 @@ void Scheduler::release_remote_kv_load(const std::string& req_id) {
 // blocked_head=skipped_for_holders): a request that cannot be admitted is skipped, not the end of the scan, while
 // a request in waiting or skipped_waiting (the head included) holds blocks.
 bool Scheduler::skips_blocked_head() const {
-    if (variant_.blocked_head != BlockedHead::skipped_for_holders) return false;
     auto holds_blocks = [&](const std::string& id) { return kv_cache_manager_.has_blocks(id); };
-    return std::any_of(skipped_waiting_.begin(), skipped_waiting_.end(), holds_blocks) ||
-           std::any_of(waiting_.begin(), waiting_.end(), holds_blocks);
+    const bool holders = std::any_of(skipped_waiting_.begin(), skipped_waiting_.end(), holds_blocks) ||
+                         std::any_of(waiting_.begin(), waiting_.end(), holds_blocks);
+    return holders && variant_.flag<&Variant::blocked_head>() == BlockedHead::skipped_for_holders;
 }
 
 // Scheduler.schedule, waiting phase @ 003df2961dd8830c317a61f9745ccd557da9fa06
@@ -467,7 +471,7 @@ void Scheduler::schedule_waiting(StepState& st) {
         if (match->load_async && counts_async_loads()) clamp_async_load_to_budget(*match, st.token_budget);
         // vllm-project/vllm#57841: no async load (which holds blocks) behind a skipped request holding none.
         if (match->load_async && passed_blockless &&
-            variant_.async_load_behind_blockless == AsyncLoadBehindBlockless::deferred) {
+            variant_.flag<&Variant::async_load_behind_blockless>() == AsyncLoadBehindBlockless::deferred) {
             skip(queue);
             continue;
         }
@@ -530,10 +534,10 @@ void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
     reset_preempted_req_ids_.clear();
 
     // KVConnectorBlockState (vllm-project/vllm#51358 eager rule; vllm-project/vllm#54853 every scheduled request)
-    if (connector_ != nullptr && variant_.snapshot_rule != SnapshotRule::none) {
+    if (connector_ != nullptr && variant_.flag<&Variant::snapshot_rule>() != SnapshotRule::none) {
         KVConnectorBlockState state;
         auto snapshot = [&](const std::string& id) { state.block_ids[id] = kv_cache_manager_.get_block_ids(id); };
-        if (variant_.snapshot_rule == SnapshotRule::eager) {
+        if (variant_.flag<&Variant::snapshot_rule>() == SnapshotRule::eager) {
             for (const auto& nr : out.scheduled_new_reqs) snapshot(nr.req_id);
             for (std::size_t i = 0; i < cached.size(); ++i)
                 if (cached.new_block_ids[i]) snapshot(cached.req_ids[i]);
@@ -582,7 +586,8 @@ bool Scheduler::update_request_with_output(Request& req, const std::vector<Token
 // Scheduler._should_defer_request_block_free (vllm-project/vllm#49675, over the fence of #45357): the
 // request was scheduled in a step whose output is not processed yet.
 bool Scheduler::should_defer_block_free(const Request& req) const {
-    return defer_block_free_ && req.last_sched_seq > processed_step_seq_;
+    return may_defer_block_free_ && req.last_sched_seq > processed_step_seq_ &&
+           variant_.flag<&Variant::deferred_block_free>() == DeferredBlockFree::fenced;
 }
 
 // Scheduler._free_request_blocks (vllm-project/vllm#45357): the bookkeeping goes now; the blocks return to

@@ -120,7 +120,9 @@ private:
         int num_computed = 0;
     };
     std::optional<WaitingMatch> match_waiting_prefix(Request& request);
-    bool counts_async_loads() const { return variant_.async_load_accounting == AsyncLoadAccounting::counted; }
+    bool counts_async_loads() const {
+        return variant_.flag<&Variant::async_load_accounting>() == AsyncLoadAccounting::counted;
+    }
     bool at_request_limit(bool was_waiting_for_remote_kvs) const;
     void clamp_async_load_to_budget(WaitingMatch& match, int token_budget) const;
     void release_remote_kv_load(const std::string& req_id);
@@ -181,7 +183,7 @@ private:
     int num_remote_kv_loading_tokens_ = 0;
     std::vector<StatusTransition> transitions_;
 
-    bool defer_block_free_ = false;
+    bool may_defer_block_free_ = false;  // overlapping batches and a fenced stack: deferred_block_free decides
     std::int64_t sched_step_seq_ = 0;
     std::int64_t processed_step_seq_ = 0;
     std::deque<DeferredFree> deferred_frees_;

@@ -106,8 +106,9 @@ std::shared_ptr<const ConnectorMetadata> MooncakeStoreScheduler::build_connector
     add_pending_load_requests(*meta, output);
 
     apply_current_save_block_ids(*meta, output);
-    if (variant_.save_over_loading_block == SaveOverLoadingBlock::deferred) defer_saves_over_loading_blocks(*meta);
-    if (variant_.save_block_refs == SaveBlockRefs::store_job_pins) reference_save_blocks(*meta);
+    if (variant_.flag<&Variant::save_over_loading_block>() == SaveOverLoadingBlock::deferred)
+        defer_saves_over_loading_blocks(*meta);
+    if (variant_.flag<&Variant::save_block_refs>() == SaveBlockRefs::store_job_pins) reference_save_blocks(*meta);
     return meta;
 }
 
@@ -203,7 +204,8 @@ void MooncakeStoreScheduler::add_running_request(StoreMetadata& meta, const Sche
     RequestTracker& tracker = *found;
     // store_tracker_rewind=on (kvsim's fix): the core rewound num_computed_tokens below the tracker
     // (a failed sync load is recomputed), so the tracker and its save watermark follow it.
-    if (variant_.store_tracker_rewind == StoreTrackerRewind::on && cached.num_computed_tokens[i] < tracker.token_len) {
+    if (cached.num_computed_tokens[i] < tracker.token_len &&
+        variant_.flag<&Variant::store_tracker_rewind>() == StoreTrackerRewind::on) {
         tracker.token_len = cached.num_computed_tokens[i];
         tracker.num_saved_tokens = std::min(tracker.num_saved_tokens, tracker.token_len);
     }
@@ -239,7 +241,7 @@ void MooncakeStoreScheduler::add_pending_load_requests(StoreMetadata& meta, cons
         auto load_spec = pop(load_specs_, req_id);
         if (!load_spec) continue;
         // #54643: a LoadSpec this connector does not own a load for is dropped before any tracker exists.
-        if (variant_.pending_load_guard == PendingLoadGuard::on && !load_spec->can_load) continue;
+        if (!load_spec->can_load && variant_.flag<&Variant::pending_load_guard>() == PendingLoadGuard::on) continue;
         RequestTracker& tracker = request_trackers_[req_id];
         tracker = RequestTracker{.req_id = req_id,
                                  .token_len = load_spec->kvpool_cached_tokens,
@@ -248,21 +250,23 @@ void MooncakeStoreScheduler::add_pending_load_requests(StoreMetadata& meta, cons
                                  .has_pending_offload = false,
                                  .prefill_end_tokens = 0};
         // Upstream passes skip_save=None here; seed 000's rejected fix passes is_consumer.
-        const std::optional<bool> skip_save =
-            variant_.pending_skip_save == PendingSkipSave::is_consumer ? std::optional<bool>(is_consumer) : std::nullopt;
+        const std::optional<bool> skip_save = variant_.flag<&Variant::pending_skip_save>() == PendingSkipSave::is_consumer
+                                                  ? std::optional<bool>(is_consumer)
+                                                  : std::nullopt;
         add_request(meta, ReqMeta::from_request_tracker(tracker, block_size_, load_spec, skip_save,
                                                         entry.request->block_hashes()));
     }
 }
 
 void MooncakeStoreScheduler::apply_current_save_block_ids(StoreMetadata& meta, const SchedulerOutput& output) {
-    if (variant_.stale_save == StaleSave::tracker_ids) return;  // pre-#51358: saves keep the tracker's ids
+    // pre-#51358: saves keep the tracker's ids
+    if (variant_.flag<&Variant::stale_save>() == StaleSave::tracker_ids) return;
     const bool any_save = std::any_of(meta.requests.begin(), meta.requests.end(),
                                       [](const ReqMeta& m) { return m.can_save; });
     if (!any_save) return;
 
     const auto& block_state = output.kv_connector_block_state;
-    if (variant_.stale_save == StaleSave::assert_missing) {
+    if (variant_.flag<&Variant::stale_save>() == StaleSave::assert_missing) {
         if (!block_state)
             throw UpstreamAssertion("current_block_tables_required", site("_apply_current_save_block_ids"),
                                     "Current block tables are required for Mooncake store jobs");
@@ -351,7 +355,8 @@ void MooncakeStoreScheduler::reference_save_blocks(StoreMetadata& meta) {
 }
 
 void MooncakeStoreScheduler::update_connector_output(const KVConnectorOutput& output) {
-    if (variant_.save_block_refs != SaveBlockRefs::store_job_pins || output.completed_store_jobs.empty()) return;
+    if (output.completed_store_jobs.empty() || variant_.flag<&Variant::save_block_refs>() != SaveBlockRefs::store_job_pins)
+        return;
     if (pool_ == nullptr)
         throw UpstreamAssertion("store_block_pool_unbound", site("update_connector_output"),
                                 "assert pool is not None");
@@ -371,7 +376,7 @@ void MooncakeStoreScheduler::update_connector_output(const KVConnectorOutput& ou
 }
 
 FinishResult MooncakeStoreScheduler::request_finished(Request& request, const std::vector<BlockId>& block_ids) {
-    if (variant_.save_block_refs == SaveBlockRefs::store_job_pins) return {.delay_free_blocks = false};
+    if (variant_.flag<&Variant::save_block_refs>() == SaveBlockRefs::store_job_pins) return {.delay_free_blocks = false};
     if (spec_.role == KvRole::kv_consumer && !spec_.save_decode_cache) return {.delay_free_blocks = false};
     const RequestTracker* t = tracker(request.id());
     if (t == nullptr || (t->num_saved_tokens <= 0 && !t->has_pending_offload)) return {.delay_free_blocks = false};

@@ -73,7 +73,8 @@ void MooncakeStoreWorker::bind_and_start(int step, const ConnectorMetadata* meta
     for (const ReqMeta& m : meta->requests) {
         if (!m.can_save) continue;
         SaveJob job;
-        job.job_id = variant_.save_block_refs == SaveBlockRefs::store_job_pins ? m.store_job_id.value_or(-1) : -1;
+        const bool job_pins = variant_.flag<&Variant::save_block_refs>() == SaveBlockRefs::store_job_pins;
+        job.job_id = job_pins ? m.store_job_id.value_or(-1) : -1;
         job.req_id = m.req_id;
         job.block_ids = m.block_ids;
         job.token_start = m.token_ids_start;
@@ -94,7 +95,7 @@ void MooncakeStoreWorker::bind_and_start(int step, const ConnectorMetadata* meta
             const auto ri = static_cast<std::size_t>(r);
             if (scripted_ != nullptr && scripted_->covers_store(save.job.req_id, r, step)) {
                 save.copies.push_back(RankCopy{.rank = r, .done_step = kScriptedCopy, .fails = false, .reported = false});
-                if (variant_.save_block_refs == SaveBlockRefs::delay_free) ++stored_requests_[ri][save.job.req_id];
+                if (!job_pins) ++stored_requests_[ri][save.job.req_id];
                 continue;
             }
             int done = step + env_.draw_store_delay();
@@ -103,7 +104,7 @@ void MooncakeStoreWorker::bind_and_start(int step, const ConnectorMetadata* meta
             rank_busy_until_[ri] = done;
             const bool fails = env_.faults != nullptr && env_.faults->take_store_failure(r);
             save.copies.push_back(RankCopy{.rank = r, .done_step = done, .fails = fails, .reported = false});
-            if (variant_.save_block_refs == SaveBlockRefs::delay_free) ++stored_requests_[ri][save.job.req_id];
+            if (!job_pins) ++stored_requests_[ri][save.job.req_id];
         }
         saves_[next_seq_++] = std::move(save);
     }
@@ -123,7 +124,7 @@ void MooncakeStoreWorker::complete_saves(int step, KVConnectorOutput& out) {
             if (copy.reported || copy.done_step > step) continue;
             copy.reported = true;
             if (env_.observer) env_.observer->save_read(job, copy.rank);
-            if (variant_.save_block_refs == SaveBlockRefs::store_job_pins) {
+            if (variant_.flag<&Variant::save_block_refs>() == SaveBlockRefs::store_job_pins) {
                 if (job.job_id >= 0) aggregate_completed_saves(out.completed_store_jobs, {{job.job_id, 1}});
             } else {
                 auto& stored = stored_requests_[static_cast<std::size_t>(copy.rank)];
@@ -241,7 +242,8 @@ KVConnectorOutput MooncakeStoreWorker::get_finished(int step, const std::set<std
     release_scripted_copies(step);
     complete_saves(step, out);
     complete_loads(step, out);
-    if (can_put_ && variant_.save_block_refs == SaveBlockRefs::delay_free) finished_sending(finished_req_ids, out);
+    if (can_put_ && variant_.flag<&Variant::save_block_refs>() == SaveBlockRefs::delay_free)
+        finished_sending(finished_req_ids, out);
     bound_preempted_.clear();
     return out;
 }
