@@ -32,9 +32,10 @@ public:
     std::vector<Violation> take_violations();
 
 private:
-    // (request, job id, token range): identifies a save job between emission and its reads.
-    using JobKey = std::tuple<std::string, std::int64_t, int, int>;
-    static JobKey key_of(const SaveJob& job) { return {job.req_id, job.job_id, job.token_start, job.token_end}; }
+    // (job id, token range, request): identifies a save job between emission and its reads. The
+    // integers first: most comparisons are decided before the request id's bytes are read.
+    using JobKey = std::tuple<std::int64_t, int, int, std::string>;
+    static JobKey key_of(const SaveJob& job) { return {job.job_id, job.token_start, job.token_end, job.req_id}; }
 
     const Scheduler& scheduler_;
     std::vector<Violation> violations_;

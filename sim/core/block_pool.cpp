@@ -26,7 +26,7 @@ BlockPool::BlockPool(std::uint32_t num_blocks, bool enable_caching, FreeOrder fr
     at(null_id).is_null = true;
 }
 
-const KVCacheBlock& BlockPool::block(BlockId id) const {
+const KVCacheBlock& BlockPool::first_touch(BlockId id) const {
     require(id < num_blocks(), "block {} is outside the pool of {} blocks", id, num_blocks());
     while (blocks_.size() <= id) {
         KVCacheBlock untouched;

@@ -40,7 +40,11 @@ public:
     std::uint32_t num_free_blocks() const { return free_queue_.size(); }
     bool caching_enabled() const { return enable_caching_; }
     // Any block of the pool; an untouched one gets its record here (references stay valid).
-    const KVCacheBlock& block(BlockId id) const;
+    const KVCacheBlock& block(BlockId id) const {
+        if (id < blocks_.size()) [[likely]]
+            return blocks_[id];
+        return first_touch(id);
+    }
     const FreeBlockQueue& free_queue() const { return free_queue_; }
     // hash -> block ids holding it, first inserted first (lookup returns the first).
     const std::map<BlockHash, std::vector<BlockId>>& cached_blocks() const { return cached_; }
@@ -68,6 +72,8 @@ private:
     // Blocks [0, num_touched_blocks()): a block's record is made when it is first used, as the free
     // queue links a block only when it first leaves. Capacity is the pool's from the start (address
     // space, no page touched), so a reference to a record survives the making of later ones.
+    // block() for a block with no record yet (or outside the pool: the model check fails).
+    const KVCacheBlock& first_touch(BlockId id) const;
     mutable std::vector<KVCacheBlock> blocks_;
     FreeBlockQueue free_queue_;
     std::map<BlockHash, std::vector<BlockId>> cached_;

@@ -29,9 +29,8 @@ FreeBlockQueue::FreeBlockQueue(std::uint32_t num_blocks) : num_blocks_(num_block
     size_ = num_blocks;
 }
 
-bool FreeBlockQueue::contains(BlockId id) const {
-    require(id < num_blocks_, "block {} is outside the pool of {} blocks", id, num_blocks_);
-    return id >= untouched_ || links_[id].in_queue;
+void FreeBlockQueue::outside_the_pool(BlockId id) const {
+    require.fail("block {} is outside the pool of {} blocks", id, num_blocks_);
 }
 
 // vllm/v1/core/kv_cache_utils.py FreeKVCacheBlockQueue.popleft @ bbf906a88ba1a39104884c88c9811a4f968e4659

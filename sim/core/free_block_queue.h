@@ -23,7 +23,11 @@ public:
     std::uint32_t num_blocks() const { return num_blocks_; }
     // Blocks at or above this id have never left the queue (free, in the untouched run).
     std::uint32_t untouched_begin() const { return untouched_; }
-    bool contains(BlockId id) const;
+    bool contains(BlockId id) const {
+        if (id < num_blocks_) [[likely]]
+            return id >= untouched_ || links_[id].in_queue;
+        outside_the_pool(id);
+    }
 
     BlockId popleft();                                 // precondition: size() > 0
     std::vector<BlockId> popleft_n(std::uint32_t n);   // precondition: n <= size()
@@ -53,6 +57,7 @@ private:
     void check_distinct_outside(const std::vector<BlockId>& ids, const char* verb) const;
     template <class Visit>
     void walk(Visit&& visit) const;  // visit(node, blocks) head to tail, checking the links against size_
+    [[noreturn]] void outside_the_pool(BlockId id) const;  // the model check that fails
     std::vector<Link> links_;  // blocks [0, untouched_); capacity num_blocks, so no reallocation
     Link run_;                 // the untouched run's links while it is not empty
     std::uint32_t untouched_ = 0;
