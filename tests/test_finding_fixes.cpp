@@ -58,6 +58,8 @@ const std::map<std::string, std::string>& trace_of_patch() {
         {"discard_inflight_on_failed_load+pin_aware_preemption", "async_load_self_reservation_with_pin_cascade"},
         {"pr57841+requeue_blockless_failed_load", "pending_head_hides_failed_load_blockless_head"},
         {"rollback_placeholders_on_failed_load+cap_rollback_full_prompt", "rollback_strands_full_prompt_sharer"},
+        {"discard_inflight_on_failed_load+requeue_blockless_failed_load+pin_aware_self_preemption",
+         "failed_load_blockless_head_with_pin_self_preemption"},
     };
     return table;
 }
