@@ -135,31 +135,36 @@ bool fault_matches(const FaultEvent& f, const Condition& c, const Subject& s) {
     });
 }
 
+// The trace under the variant no longer gives the run's signature (a kvsim internal error never counts).
+bool signature_gone(const Trace& trace, const Variant& variant, const Subject& s) {
+    const RunResult again = run_trace(trace, variant, rerun_options(s.options, false));
+    return !again.internal_error && again.signature != s.result.signature;
+}
+
 // The same trace, edited as `c` says, no longer gives the run's signature.
 bool gone_with(const Condition& c, const Subject& s) {
-    Trace trace = s.trace;
-    Variant variant = s.variant;
-    if (c.counterfactual == CounterfactualKind::flags) {
-        for (const FieldMatch& f : c.fields) set_variant_flag(variant, f.key, f.value);
-        variant.name += " (counterfactual)";
-    } else if (c.counterfactual == CounterfactualKind::patch) {
-        const auto patched = resolve_variant(s.variant.name + c.value, nullptr);
-        if (!patched) return false;
-        variant = *patched;
-    } else {
+    if (c.counterfactual == CounterfactualKind::no_fault) {
+        Trace trace = s.trace;
         const auto erased = std::erase_if(trace.events, [&](const Event& e) {
             const auto* f = std::get_if<FaultEvent>(&e.body);
             return f != nullptr && fault_matches(*f, c, s);
         });
         if (erased == 0) return false;  // the same trace: the same run
+        return signature_gone(trace, s.variant, s);
+    }
+    Variant variant = s.variant;
+    if (c.counterfactual == CounterfactualKind::flags) {
+        for (const FieldMatch& f : c.fields) set_variant_flag(variant, f.key, f.value);
+        variant.name += " (counterfactual)";
+    } else {
+        const auto patched = resolve_variant(s.variant.name + c.value, nullptr);
+        if (!patched) return false;
+        variant = *patched;
     }
     // The model is deterministic: a variant that differs only in flags the run never read makes the
     // same run. So do the same flags (a fix patch the variant already carries: +all_fixes's campaigns).
-    if (c.counterfactual != CounterfactualKind::no_fault &&
-        (differing_flag_bits(variant, s.variant) & s.result.flags_read) == 0)
-        return false;
-    const RunResult again = run_trace(trace, variant, rerun_options(s.options, false));
-    return !again.internal_error && again.signature != s.result.signature;
+    if ((differing_flag_bits(variant, s.variant) & s.result.flags_read) == 0) return false;
+    return signature_gone(s.trace, variant, s);
 }
 
 bool holds(const Condition& c, const Subject& s) {

@@ -429,10 +429,10 @@ void Scheduler::release_remote_kv_load(const std::string& req_id) {
 // blocked_head=skipped_for_holders): a request that cannot be admitted is skipped, not the end of the scan, while
 // a request in waiting or skipped_waiting (the head included) holds blocks.
 bool Scheduler::skips_blocked_head() const {
+    if (variant_.flag<&Variant::blocked_head>() != BlockedHead::skipped_for_holders) return false;
     auto holds_blocks = [&](const std::string& id) { return kv_cache_manager_.has_blocks(id); };
-    const bool holders = std::any_of(skipped_waiting_.begin(), skipped_waiting_.end(), holds_blocks) ||
-                         std::any_of(waiting_.begin(), waiting_.end(), holds_blocks);
-    return holders && variant_.flag<&Variant::blocked_head>() == BlockedHead::skipped_for_holders;
+    return std::any_of(skipped_waiting_.begin(), skipped_waiting_.end(), holds_blocks) ||
+           std::any_of(waiting_.begin(), waiting_.end(), holds_blocks);
 }
 
 // Scheduler.schedule, waiting phase @ 003df2961dd8830c317a61f9745ccd557da9fa06
