@@ -34,7 +34,7 @@ build=$WORK/kvsim-build
 
 cxxflags=$CXXFLAGS
 if [[ "${KVSIM_CMP_TRACING:-0}" != 1 ]]; then
-  cxxflags=${cxxflags//-fsanitize=fuzzer-no-link/-fsanitize-coverage=inline-8bit-counters,indirect-calls,pc-table,stack-depth}
+  cxxflags=${cxxflags//-fsanitize=fuzzer-no-link/-fsanitize-coverage=inline-8bit-counters,pc-table}
 fi
 
 # No CMAKE_BUILD_TYPE: $CXXFLAGS alone set optimisation, debug info and instrumentation.
