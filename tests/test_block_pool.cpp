@@ -156,6 +156,19 @@ TEST_CASE("free_blocks preconditions: no double free / no duplicates", "[block_p
     CHECK(pool.free_queue().to_vector() == Ids{1, 3, 4, 5});
 }
 
+TEST_CASE("free_blocks: a duplicate in a long call, and the null block held twice", "[block_pool]") {
+    BlockPool pool(64, true, FreeOrder::fresh_head);
+    Ids blocks = pool.get_new_blocks(40);
+    Ids twice = blocks;
+    twice.push_back(blocks[17]);
+    CHECK_THROWS_AS(pool.free_blocks(twice), std::logic_error);
+    Ids with_nulls = blocks;
+    with_nulls.insert(with_nulls.begin(), {kNullBlockId, kNullBlockId});
+    pool.free_blocks(with_nulls);
+    CHECK(pool.num_free_blocks() == 63);
+    CHECK(pool.block(kNullBlockId).is_null);
+}
+
 TEST_CASE("lazy eviction: a reused block loses its hash only when popped", "[block_pool]") {
     BlockPool pool(3, true, FreeOrder::fresh_head);  // blocks 1,2 usable
     const Ids a = pool.get_new_blocks(1);           // 1

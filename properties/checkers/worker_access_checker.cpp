@@ -10,11 +10,18 @@
 namespace kvsim {
 namespace {
 
-// The non-null blocks of `blocks` that `table` does not hold.
-std::vector<BlockId> outside_table(const std::vector<BlockId>& table, const std::vector<BlockId>& blocks) {
-    std::vector<BlockId> outside;
+// Appends to `outside` the non-null blocks of `blocks` that `table` does not hold.
+void append_outside_table(const std::vector<BlockId>& table, const std::vector<BlockId>& blocks,
+                          std::vector<BlockId>& outside) {
+    // the usual job names a prefix of the table, in its order
+    if (blocks.size() <= table.size() && std::equal(blocks.begin(), blocks.end(), table.begin())) return;
     for (BlockId b : blocks)
         if (b != kNullBlockId && std::find(table.begin(), table.end(), b) == table.end()) outside.push_back(b);
+}
+
+std::vector<BlockId> outside_table(const std::vector<BlockId>& table, const std::vector<BlockId>& blocks) {
+    std::vector<BlockId> outside;
+    append_outside_table(table, blocks, outside);
     return outside;
 }
 
@@ -53,7 +60,7 @@ void WorkerAccessChecker::save_emitted(const SaveJob& job) {
         for (BlockId b : job.block_ids.front()) generations.push_back(kvm.block_pool().block(b).generation);
     std::vector<BlockId> foreign;
     for (const auto& group : job.block_ids)
-        for (BlockId b : outside_table(table, group)) foreign.push_back(b);
+        append_outside_table(table, group, foreign);
     if (!foreign.empty())
         violations_.push_back(store_violation(
             "save_block_not_in_snapshot", job, foreign,

@@ -1,5 +1,6 @@
 #include "sim/core/block_pool.h"
 
+#include "sim/common/first_repeat.h"
 #include "sim/common/model_check.h"
 
 #include <fmt/format.h>
@@ -96,19 +97,15 @@ void BlockPool::touch(const std::vector<BlockId>& ids) {
 // vllm/v1/core/block_pool.py BlockPool.free_blocks @ c59cb7941357443da7c5eef75cfa8697d683d228
 // (+ #48017 / #51482 for caching off, per FreeOrder)
 void BlockPool::free_blocks(const std::vector<BlockId>& ordered_ids) {
-    std::vector<BlockId> distinct;
-    distinct.reserve(ordered_ids.size());
     for (BlockId id : ordered_ids) {
         const KVCacheBlock& b = at(id);
         if (b.is_null) continue;
         require(b.ref_cnt >= 1, "block {} freed with ref_cnt {}", id, b.ref_cnt);
         require(!free_queue_.contains(id), "block {} freed while already in the free queue", id);
-        distinct.push_back(id);
     }
-    std::sort(distinct.begin(), distinct.end());
-    const auto twice = std::adjacent_find(distinct.begin(), distinct.end());
-    require(twice == distinct.end(), "block {} appears twice in one free_blocks call",
-            twice == distinct.end() ? 0 : *twice);
+    // only block 0 is the null block (BlockPoolChecker's null_block), which a table may hold more than once
+    const std::optional<BlockId> twice = first_repeat(ordered_ids, std::optional(kNullBlockId));
+    require(!twice, "block {} appears twice in one free_blocks call", twice.value_or(0));
     for (BlockId id : ordered_ids) --at(id).ref_cnt;
 
     std::vector<BlockId> freeable;

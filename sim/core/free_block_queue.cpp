@@ -1,5 +1,6 @@
 #include "sim/core/free_block_queue.h"
 
+#include "sim/common/first_repeat.h"
 #include "sim/common/model_check.h"
 
 #include <fmt/format.h>
@@ -99,14 +100,11 @@ void FreeBlockQueue::prepend_n(const std::vector<BlockId>& ids) {
     }
 }
 
-// Every id outside the queue and none twice: checked on a sorted copy, not on a pool-sized table.
+// Every id outside the queue and none twice (first_repeat: no pool-sized table).
 void FreeBlockQueue::check_distinct_outside(const std::vector<BlockId>& ids, const char* verb) const {
     for (BlockId id : ids) require(!contains(id), "cannot {} block {}: it is already in the free queue", verb, id);
-    if (ids.size() < 2) return;
-    std::vector<BlockId> sorted = ids;
-    std::sort(sorted.begin(), sorted.end());
-    const auto twice = std::adjacent_find(sorted.begin(), sorted.end());
-    require(twice == sorted.end(), "cannot {} block {} twice in one call", verb, twice == sorted.end() ? 0 : *twice);
+    const std::optional<BlockId> twice = first_repeat(ids);
+    require(!twice, "cannot {} block {} twice in one call", verb, twice.value_or(0));
 }
 
 template <class Visit>

@@ -505,10 +505,17 @@ void Scheduler::schedule_waiting(StepState& st) {
 
 void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
     // Model runner v2: resumed requests are folded into the new-request list (full resend).
+    // st is done with its block lists after this: they move into the output
+    auto blocks_of_step = [&](const std::string& id) -> std::vector<BlockId>& {
+        std::vector<BlockId>* blocks = st.req_to_new_blocks.find(id);
+        model_check(blocks != nullptr, "a scheduled request without this step's block list");
+        return *blocks;
+    };
     auto add_new = [&](const std::string& id) {
         const Request& req = request(id);
-        out.scheduled_new_reqs.push_back(
-            {.req_id = id, .block_ids = st.req_to_new_blocks.at(id), .num_computed_tokens = req.num_computed_tokens});
+        out.scheduled_new_reqs.push_back({.req_id = id,
+                                          .block_ids = std::move(blocks_of_step(id)),
+                                          .num_computed_tokens = req.num_computed_tokens});
     };
     for (const auto& id : st.scheduled_new) add_new(id);
     for (const auto& id : st.scheduled_resumed) add_new(id);
@@ -517,9 +524,9 @@ void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
     auto& cached = out.scheduled_cached_reqs;
     for (const auto& id : st.scheduled_running) {
         const Request& req = request(id);
-        const auto& delta = st.req_to_new_blocks.at(id);
+        std::vector<BlockId>& delta = blocks_of_step(id);
         cached.req_ids.push_back(id);
-        cached.new_block_ids.push_back(delta.empty() ? std::nullopt : std::optional(delta));
+        cached.new_block_ids.push_back(delta.empty() ? std::nullopt : std::optional(std::move(delta)));
         cached.num_computed_tokens.push_back(req.num_computed_tokens);
         cached.num_output_tokens.push_back(req.num_output_tokens());
     }
