@@ -56,6 +56,7 @@ void WorkerAccessChecker::save_emitted(const SaveJob& job) {
     const auto& table = kvm.get_block_ids(job.req_id);
     auto& generations = emitted_generations_[key_of(job)];
     generations.clear();
+    generations.reserve(job.block_ids.empty() ? 0 : job.block_ids.front().size());
     if (!job.block_ids.empty())
         for (BlockId b : job.block_ids.front()) generations.push_back(kvm.block_pool().block(b).generation);
     std::vector<BlockId> foreign;

@@ -1,29 +1,38 @@
 #pragma once
-// The first value other than `ignored` that occurs twice in a list, for the model's own checks of
-// one call's block ids: a pairwise scan while the list is short (no allocation), a sorted copy beyond.
+// The first id other than `ignored` that occurs twice in one call's list, for the model's own
+// checks of the block ids a call takes. Linear: each id is marked in a table indexed by id, then
+// unmarked; the table keeps its size between calls, so a check allocates only to reach a larger id.
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
 namespace kvsim {
 
-inline constexpr std::size_t kPairwiseRepeatScan = 32;
-
-template <class T>
-std::optional<T> first_repeat(const std::vector<T>& values, std::optional<T> ignored = std::nullopt) {
-    if (values.size() <= kPairwiseRepeatScan) {
-        for (std::size_t i = 1; i < values.size(); ++i)
-            for (std::size_t j = 0; j < i; ++j)
-                if (values[i] == values[j] && values[i] != ignored) return values[i];
-        return std::nullopt;
+class RepeatCheck {
+public:
+    std::optional<std::uint32_t> first_repeat(const std::vector<std::uint32_t>& ids,
+                                               std::optional<std::uint32_t> ignored = std::nullopt) {
+        std::optional<std::uint32_t> found;
+        std::size_t marked = 0;
+        for (; marked < ids.size(); ++marked) {
+            const std::uint32_t id = ids[marked];
+            if (id == ignored) continue;
+            if (id >= seen_.size()) seen_.resize(std::max<std::size_t>(std::size_t{id} + 1, 2 * seen_.size()), 0);
+            if (seen_[id] != 0) {
+                found = id;
+                break;
+            }
+            seen_[id] = 1;
+        }
+        for (std::size_t i = 0; i < marked; ++i)
+            if (ids[i] != ignored) seen_[ids[i]] = 0;
+        return found;
     }
-    std::vector<T> sorted = values;
-    if (ignored) sorted.erase(std::remove(sorted.begin(), sorted.end(), *ignored), sorted.end());
-    std::sort(sorted.begin(), sorted.end());
-    const auto twice = std::adjacent_find(sorted.begin(), sorted.end());
-    if (twice == sorted.end()) return std::nullopt;
-    return *twice;
-}
+
+private:
+    std::vector<std::uint8_t> seen_;  // all zero between calls
+};
 
 }  // namespace kvsim

@@ -1,6 +1,5 @@
 #include "sim/core/block_pool.h"
 
-#include "sim/common/first_repeat.h"
 #include "sim/common/model_check.h"
 
 #include <fmt/format.h>
@@ -104,7 +103,7 @@ void BlockPool::free_blocks(const std::vector<BlockId>& ordered_ids) {
         require(!free_queue_.contains(id), "block {} freed while already in the free queue", id);
     }
     // only block 0 is the null block (BlockPoolChecker's null_block), which a table may hold more than once
-    const std::optional<BlockId> twice = first_repeat(ordered_ids, std::optional(kNullBlockId));
+    const std::optional<BlockId> twice = repeat_check_.first_repeat(ordered_ids, kNullBlockId);
     require(!twice, "block {} appears twice in one free_blocks call", twice.value_or(0));
     for (BlockId id : ordered_ids) --at(id).ref_cnt;
 

@@ -76,6 +76,7 @@ private:
     const KVCacheBlock& first_touch(BlockId id) const;
     mutable std::vector<KVCacheBlock> blocks_;
     FreeBlockQueue free_queue_;
+    RepeatCheck repeat_check_;  // free_blocks: no block twice in one call
     std::map<BlockHash, std::vector<BlockId>> cached_;
     bool enable_caching_;
     FreeOrder free_order_;

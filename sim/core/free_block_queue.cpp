@@ -1,6 +1,5 @@
 #include "sim/core/free_block_queue.h"
 
-#include "sim/common/first_repeat.h"
 #include "sim/common/model_check.h"
 
 #include <fmt/format.h>
@@ -100,10 +99,10 @@ void FreeBlockQueue::prepend_n(const std::vector<BlockId>& ids) {
     }
 }
 
-// Every id outside the queue and none twice (first_repeat: no pool-sized table).
+// Every id outside the queue and none twice.
 void FreeBlockQueue::check_distinct_outside(const std::vector<BlockId>& ids, const char* verb) const {
     for (BlockId id : ids) require(!contains(id), "cannot {} block {}: it is already in the free queue", verb, id);
-    const std::optional<BlockId> twice = first_repeat(ids);
+    const std::optional<BlockId> twice = repeat_check_.first_repeat(ids);
     require(!twice, "cannot {} block {} twice in one call", verb, twice.value_or(0));
 }
 

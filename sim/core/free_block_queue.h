@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/common/first_repeat.h"
 #include "sim/core/request.h"
 
 namespace kvsim {
@@ -65,6 +66,7 @@ private:
     std::uint32_t head_ = kNone;
     std::uint32_t tail_ = kNone;
     std::uint32_t size_ = 0;
+    mutable RepeatCheck repeat_check_;  // check_distinct_outside's scratch table
 };
 
 }  // namespace kvsim

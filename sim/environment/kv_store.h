@@ -2,7 +2,7 @@
 // The external KV store's contents: which block hashes it holds. Seeded from the
 // trace's `store` lines, grown by completed store jobs, read by lookups.
 #include <cstddef>
-#include <set>
+#include <unordered_set>
 #include <vector>
 
 #include "sim/core/request.h"
@@ -26,7 +26,7 @@ public:
     }
 
 private:
-    std::set<BlockHash> present_;
+    std::unordered_set<BlockHash> present_;  // looked up, never walked: no order reaches a run
 };
 
 }  // namespace kvsim

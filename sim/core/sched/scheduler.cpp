@@ -27,6 +27,18 @@ struct Scheduler::StepState {
     std::vector<std::string> preempted;
     OrderedMap<std::vector<BlockId>> req_to_new_blocks;  // delta for running, full table for admitted
     OrderedMap<int> num_scheduled_tokens;
+
+    // The state of a new schedule() call; the lists keep what they allocated before.
+    void restart(int step_index, int budget) {
+        step = step_index;
+        token_budget = budget;
+        scheduled_new.clear();
+        scheduled_resumed.clear();
+        scheduled_running.clear();
+        preempted.clear();
+        req_to_new_blocks.clear();
+        num_scheduled_tokens.clear();
+    }
 };
 
 Scheduler::Scheduler(const EngineConfig& config, const Variant& variant, KVConnectorScheduler* connector,
@@ -49,6 +61,8 @@ Scheduler::Scheduler(const EngineConfig& config, const Variant& variant, KVConne
         (options.kv_loader && variant_.flag<&Variant::deferred_free_scope>() == DeferredFreeScope::any_loader);
     may_defer_block_free_ = options.max_concurrent_batches > 1 && connector_ != nullptr && fenced_stack;
 }
+
+Scheduler::~Scheduler() = default;
 
 Request& Scheduler::request(const std::string& id) {
     auto* slot = requests_.find(id);
@@ -84,9 +98,9 @@ std::deque<std::string>& Scheduler::select_waiting_queue() {
 }
 
 SchedulerOutput Scheduler::schedule(int step) {
-    StepState st;
-    st.step = step;
-    st.token_budget = config_.max_batched_tokens;
+    if (!step_state_) step_state_ = std::make_unique<StepState>();
+    StepState& st = *step_state_;
+    st.restart(step, config_.max_batched_tokens);
     st.req_to_new_blocks.reserve(running_.size());
     st.num_scheduled_tokens.reserve(running_.size());
 
@@ -517,11 +531,16 @@ void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
                                           .block_ids = std::move(blocks_of_step(id)),
                                           .num_computed_tokens = req.num_computed_tokens});
     };
+    out.scheduled_new_reqs.reserve(st.scheduled_new.size() + st.scheduled_resumed.size());
     for (const auto& id : st.scheduled_new) add_new(id);
     for (const auto& id : st.scheduled_resumed) add_new(id);
 
     // Scheduler._make_cached_request_data @ 003df2961dd8830c317a61f9745ccd557da9fa06
     auto& cached = out.scheduled_cached_reqs;
+    cached.req_ids.reserve(st.scheduled_running.size());
+    cached.new_block_ids.reserve(st.scheduled_running.size());
+    cached.num_computed_tokens.reserve(st.scheduled_running.size());
+    cached.num_output_tokens.reserve(st.scheduled_running.size());
     for (const auto& id : st.scheduled_running) {
         const Request& req = request(id);
         std::vector<BlockId>& delta = blocks_of_step(id);

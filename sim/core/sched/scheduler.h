@@ -49,7 +49,7 @@ class Scheduler {
 public:
     Scheduler(const EngineConfig& config, const Variant& variant, KVConnectorScheduler* connector, EventLog& log,
               SchedulerOptions options = {});
-    virtual ~Scheduler() = default;
+    virtual ~Scheduler();
     Scheduler(const Scheduler&) = delete;
     Scheduler& operator=(const Scheduler&) = delete;
 
@@ -187,6 +187,8 @@ private:
     std::int64_t sched_step_seq_ = 0;
     std::int64_t processed_step_seq_ = 0;
     std::deque<DeferredFree> deferred_frees_;
+    // schedule()'s working state, cleared at each call: its lists keep their capacity across steps
+    std::unique_ptr<StepState> step_state_;
 };
 
 }  // namespace kvsim

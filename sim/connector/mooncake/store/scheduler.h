@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/common/first_repeat.h"
 #include "sim/common/ordered_map.h"
 #include "sim/connector/base.h"
 #include "sim/environment/kv_store.h"
@@ -117,6 +118,7 @@ private:
     std::map<std::string, int> pending_lookups_;  // LookupKeyClient.futures: the hit computed at submission
     std::int64_t next_store_job_id_ = 0;
     std::map<std::int64_t, PinnedSave> pinned_saves_;
+    RepeatCheck pin_repeats_;  // reference_save_blocks: whether a job names a block twice
     std::set<std::string> warned_stale_saves_;  // logger.warning_once keys
 };
 

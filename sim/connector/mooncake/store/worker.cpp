@@ -50,6 +50,7 @@ void MooncakeStoreWorker::bind_and_start(int step, const ConnectorMetadata* meta
         std::vector<BlockId> blocks;
         const auto first = static_cast<std::size_t>(m.load_spec->vllm_cached_tokens / block_size_);
         const auto last = static_cast<std::size_t>((m.load_spec->kvpool_cached_tokens + block_size_ - 1) / block_size_);
+        blocks.reserve(last > first ? last - first : 0);
         if (!m.block_ids.empty())
             for (std::size_t i = first; i < last && i < m.block_ids[0].size(); ++i) blocks.push_back(m.block_ids[0][i]);
         if (spec_.load_async) {
@@ -91,6 +92,7 @@ void MooncakeStoreWorker::bind_and_start(int step, const ConnectorMetadata* meta
             continue;
         }
         InflightSave save{.job = std::move(job), .copies = {}};
+        save.copies.reserve(rank_busy_until_.size());
         for (int r = 0; r < static_cast<int>(rank_busy_until_.size()); ++r) {
             const auto ri = static_cast<std::size_t>(r);
             if (scripted_ != nullptr && scripted_->covers_store(save.job.req_id, r, step)) {
