@@ -43,9 +43,13 @@ void MooncakeStoreWorker::bind_and_start(int step, const ConnectorMetadata* meta
     const auto* meta = dynamic_cast<const StoreMetadata*>(metadata);
     if (meta == nullptr) return;
     bound_preempted_ = meta->preempted_req_ids;
+    start_loads(step, *meta);
+    start_saves(step, *meta);
+}
 
-    // KVCacheStoreRecvingThread._handle_request: chunks [vllm_cached // bs, cdiv(kvpool_cached, bs)).
-    for (const ReqMeta& m : meta->requests) {
+// KVCacheStoreRecvingThread._handle_request: chunks [vllm_cached // bs, cdiv(kvpool_cached, bs)).
+void MooncakeStoreWorker::start_loads(int step, const StoreMetadata& meta) {
+    for (const ReqMeta& m : meta.requests) {
         if (!m.load_spec || !m.load_spec->can_load) continue;
         std::vector<BlockId> blocks;
         const auto first = static_cast<std::size_t>(m.load_spec->vllm_cached_tokens / block_size_);
@@ -70,8 +74,10 @@ void MooncakeStoreWorker::bind_and_start(int step, const ConnectorMetadata* meta
                 .flag("async", false)
                 .text("outcome", failed ? "failed" : "ok");
     }
+}
 
-    for (const ReqMeta& m : meta->requests) {
+void MooncakeStoreWorker::start_saves(int step, const StoreMetadata& meta) {
+    for (const ReqMeta& m : meta.requests) {
         if (!m.can_save) continue;
         SaveJob job;
         const bool job_pins = variant_.flag<&Variant::save_block_refs>() == SaveBlockRefs::store_job_pins;

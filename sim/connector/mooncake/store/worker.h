@@ -27,6 +27,8 @@
 
 namespace kvsim {
 
+struct StoreMetadata;
+
 // MooncakeStoreWorker.lookup @ 003df2961dd8830c317a61f9745ccd557da9fa06 (the rule is the same before and after #52372):
 // the longest stored prefix within the block-aligned request length; a hit covering all
 // num_tokens is re-derived at align(num_tokens - 1), so the last token is recomputed.
@@ -77,6 +79,9 @@ private:
     // KVOutputAggregator: a request is finished_sending once every rank reported it.
     void report_sending(const std::string& req_id, KVConnectorOutput& out);
     bool covers_range(const SaveJob& job) const;
+    // bind_and_start's two halves: the metadata's loads (sync ones land now), then its save jobs
+    void start_loads(int step, const StoreMetadata& meta);
+    void start_saves(int step, const StoreMetadata& meta);
 
     ConnectorSpec spec_;
     Variant variant_;
