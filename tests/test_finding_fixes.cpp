@@ -60,6 +60,9 @@ const std::map<std::string, std::string>& trace_of_patch() {
         {"rollback_placeholders_on_failed_load+cap_rollback_full_prompt", "rollback_strands_full_prompt_sharer"},
         {"discard_inflight_on_failed_load+requeue_blockless_failed_load+pin_aware_self_preemption",
          "failed_load_blockless_head_with_pin_self_preemption"},
+        {"pr57841+pin_aware_self_preemption", "pending_head_with_pin_self_preemption"},
+        {"discard_inflight_on_failed_load+pr57841+requeue_blockless_failed_load",
+         "pending_head_hides_failed_load_blockless_head_and_self_reservation"},
     };
     return table;
 }
@@ -76,7 +79,8 @@ const std::vector<std::string>& second_witnesses() {
                                                    "store_tracker_not_rewound_saves_uncomputed_tokens",
                                                    "failed_load_keeps_async_placeholders_hang",
                                                    "pending_head_hides_failed_load_self_reservation",
-                                                   "failed_sync_load_shared_prefix_saved_fail_policy"};
+                                                   "failed_sync_load_shared_prefix_saved_fail_policy",
+                                                   "failed_load_keeps_async_placeholders_hang_with_stranded_sharer"};
     return names;
 }
 // Finding traces of a variant from before an upstream fix (a historical release, or a preset with a
