@@ -35,3 +35,18 @@ TEST_CASE("RepeatCheck: no mark outlives a call, found or not, whatever the ids'
     CHECK(check.first_repeat(Ids{1'000'000, 3, 1'000'000}) == std::optional<std::uint32_t>(1'000'000));
     CHECK_FALSE(check.first_repeat(Ids{3, 1'000'000}));
 }
+
+TEST_CASE("RepeatCheck::erase_repeats: first occurrences in order, the ignored id dropped", "[first_repeat]") {
+    RepeatCheck check;
+    Ids ids{0, 5, 3, 5, 0, 7, 3, 9};
+    check.erase_repeats(ids, 0u);
+    CHECK(ids == Ids{5, 3, 7, 9});
+    Ids distinct{4, 2, 8};
+    check.erase_repeats(distinct);
+    CHECK(distinct == Ids{4, 2, 8});
+    // no mark is left behind
+    CHECK_FALSE(check.first_repeat(Ids{5, 3, 7, 9, 4, 2, 8}));
+    Ids empty;
+    check.erase_repeats(empty, 0u);
+    CHECK(empty.empty());
+}

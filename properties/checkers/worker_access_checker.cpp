@@ -56,9 +56,10 @@ void WorkerAccessChecker::save_emitted(const SaveJob& job) {
     const auto& table = kvm.get_block_ids(job.req_id);
     auto& generations = emitted_generations_[key_of(job)];
     generations.clear();
-    generations.reserve(job.block_ids.empty() ? 0 : job.block_ids.front().size());
-    if (!job.block_ids.empty())
+    if (!job.block_ids.empty()) {
+        generations.reserve(job.block_ids.front().size());
         for (BlockId b : job.block_ids.front()) generations.push_back(kvm.block_pool().block(b).generation);
+    }
     std::vector<BlockId> foreign;
     for (const auto& group : job.block_ids)
         append_outside_table(table, group, foreign);

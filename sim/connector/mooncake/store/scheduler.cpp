@@ -31,14 +31,6 @@ void add_request(StoreMetadata& meta, std::optional<ReqMeta> req_meta) {
     if (req_meta) meta.requests.push_back(std::move(*req_meta));
 }
 
-// Each id once, where it first occurs (a block named by two groups is pinned once).
-std::vector<BlockId> first_occurrences(const std::vector<BlockId>& ids) {
-    std::vector<BlockId> distinct;
-    for (BlockId id : ids)
-        if (std::find(distinct.begin(), distinct.end(), id) == distinct.end()) distinct.push_back(id);
-    return distinct;
-}
-
 }  // namespace
 
 MooncakeStoreScheduler::MooncakeStoreScheduler(const ConnectorSpec& spec, const EngineConfig& engine,
@@ -352,10 +344,8 @@ void MooncakeStoreScheduler::reference_save_blocks(StoreMetadata& meta) {
         // Every allocated block, not only the job's range: a rank resumes from its own lagging offset.
         std::vector<BlockId> block_ids;
         block_ids.reserve(m.block_ids.empty() ? 0 : m.block_ids.front().size());
-        for (const auto& group : m.block_ids)
-            for (BlockId id : group)
-                if (id != kNullBlockId) block_ids.push_back(id);
-        if (pin_repeats_.first_repeat(block_ids)) block_ids = first_occurrences(block_ids);
+        for (const auto& group : m.block_ids) block_ids.insert(block_ids.end(), group.begin(), group.end());
+        pin_repeats_.erase_repeats(block_ids, kNullBlockId);  // a block named by two groups is pinned once
         if (block_ids.empty()) continue;
         pool_->touch(block_ids);
         pinned_saves_[store_job_id] =

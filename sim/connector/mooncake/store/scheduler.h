@@ -118,7 +118,7 @@ private:
     std::map<std::string, int> pending_lookups_;  // LookupKeyClient.futures: the hit computed at submission
     std::int64_t next_store_job_id_ = 0;
     std::map<std::int64_t, PinnedSave> pinned_saves_;
-    RepeatCheck pin_repeats_;  // reference_save_blocks: whether a job names a block twice
+    RepeatCheck pin_repeats_;  // reference_save_blocks: each block once per job
     std::set<std::string> warned_stale_saves_;  // logger.warning_once keys
 };
 
