@@ -47,8 +47,10 @@ inline std::vector<TokenId> token_range(int n, int base = 0) {
 using Snapshot = std::map<std::string, Ids>;
 
 inline KVConnectorBlockState block_state(const Snapshot& tables) {
+    auto owned = std::make_shared<const Snapshot>(tables);
     KVConnectorBlockState state;
-    for (const auto& [id, ids] : tables) state.block_ids[id] = ids;
+    for (const auto& [id, ids] : *owned) state.block_ids[id] = &ids;
+    state.storage = std::move(owned);
     return state;
 }
 

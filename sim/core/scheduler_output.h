@@ -34,11 +34,18 @@ struct CachedRequestData {
     std::size_t size() const { return req_ids.size(); }
 };
 
-// The core's current block tables, readable by the connector while it builds metadata.
+// The core's current block tables, readable by the connector while it builds metadata. Upstream's
+// dict holds copies; here each entry views the table in the KVCacheManager, which nothing changes
+// between the snapshot (build_output) and build_connector_meta in the same schedule() call, after
+// which the state is dropped, so the views read what copies would.
 struct KVConnectorBlockState {
-    OrderedMap<std::vector<BlockId>> block_ids;  // a dict upstream; only looked up here
+    OrderedMap<const std::vector<BlockId>*> block_ids;  // a dict upstream; only looked up here
+    std::shared_ptr<const void> storage;  // owns the viewed tables when they are not the manager's
 
-    const std::vector<BlockId>* get_block_ids(const std::string& req_id) const { return block_ids.find(req_id); }
+    const std::vector<BlockId>* get_block_ids(const std::string& req_id) const {
+        const std::vector<BlockId>* const* table = block_ids.find(req_id);
+        return table != nullptr ? *table : nullptr;
+    }
 };
 
 struct SchedulerOutput {

@@ -559,19 +559,7 @@ void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
     out.preempted_req_ids = std::move(reset_preempted_req_ids_);
     reset_preempted_req_ids_.clear();
 
-    // KVConnectorBlockState (vllm-project/vllm#51358 eager rule; vllm-project/vllm#54853 every scheduled request)
-    if (connector_ != nullptr && variant_.flag<&Variant::snapshot_rule>() != SnapshotRule::none) {
-        KVConnectorBlockState state;
-        auto snapshot = [&](const std::string& id) { state.block_ids[id] = kv_cache_manager_.get_block_ids(id); };
-        if (variant_.flag<&Variant::snapshot_rule>() == SnapshotRule::eager) {
-            for (const auto& nr : out.scheduled_new_reqs) snapshot(nr.req_id);
-            for (std::size_t i = 0; i < cached.size(); ++i)
-                if (cached.new_block_ids[i]) snapshot(cached.req_ids[i]);
-        } else {
-            for (const auto& [id, n] : out.num_scheduled_tokens) snapshot(id);
-        }
-        out.kv_connector_block_state = std::move(state);
-    }
+    snapshot_block_state(out);
 
     if (!log_.keeps(EventCategory::schedule)) return;
     CountList new_tokens, cached_tokens;
@@ -586,6 +574,23 @@ void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
             .integer("tokens", out.total_num_scheduled_tokens)
             .requests("preempted", out.preempted_req_ids)
             .integer("free_blocks", kv_cache_manager_.block_pool().num_free_blocks());
+}
+
+// KVConnectorBlockState (vllm-project/vllm#51358 eager rule; vllm-project/vllm#54853 every scheduled request)
+void Scheduler::snapshot_block_state(SchedulerOutput& out) const {
+    if (connector_ == nullptr || variant_.flag<&Variant::snapshot_rule>() == SnapshotRule::none) return;
+    KVConnectorBlockState state;
+    state.block_ids.reserve(out.num_scheduled_tokens.size());
+    auto snapshot = [&](const std::string& id) { state.block_ids[id] = &kv_cache_manager_.get_block_ids(id); };
+    if (variant_.flag<&Variant::snapshot_rule>() == SnapshotRule::eager) {
+        const CachedRequestData& cached = out.scheduled_cached_reqs;
+        for (const auto& nr : out.scheduled_new_reqs) snapshot(nr.req_id);
+        for (std::size_t i = 0; i < cached.size(); ++i)
+            if (cached.new_block_ids[i]) snapshot(cached.req_ids[i]);
+    } else {
+        for (const auto& [id, n] : out.num_scheduled_tokens) snapshot(id);
+    }
+    out.kv_connector_block_state = std::move(state);
 }
 
 // Scheduler._update_after_schedule @ 003df2961dd8830c317a61f9745ccd557da9fa06 (is_prefill_chunk and, after

@@ -134,6 +134,9 @@ private:
                        const std::vector<BlockId>& new_blocks);
     void log_alloc(const std::string& req_id, const std::vector<BlockId>& new_blocks);
     void build_output(StepState& st, SchedulerOutput& out);
+    // The connector's view of the block tables build_output scheduled (none without a connector,
+    // or before #51358): views into kv_cache_manager_, dropped before schedule() returns.
+    void snapshot_block_state(SchedulerOutput& out) const;
     int num_new_running_tokens(const Request& request, int token_budget) const;
     void process_sampled_tokens(const SchedulerOutput& out, const ModelRunnerOutput& runner_output,
                                 const std::set<std::string>& failed_sync);

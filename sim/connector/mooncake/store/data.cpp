@@ -26,7 +26,7 @@ void RequestTracker::update(const GroupBlockIds& new_block_ids) {
 std::optional<ReqMeta> ReqMeta::from_request_tracker(RequestTracker& tracker, int block_size,
                                                      const std::optional<LoadSpec>& load_spec,
                                                      std::optional<bool> skip_save,
-                                                     std::vector<BlockHash> block_hashes) {
+                                                     const std::vector<BlockHash>& block_hashes) {
     const int token_ids_start = tracker.num_saved_tokens;
     const int chunk_boundary = (token_ids_start + 1 + block_size - 1) / block_size * block_size;
     const int num_tokens_to_save = tracker.token_len / block_size * block_size;
@@ -42,7 +42,7 @@ std::optional<ReqMeta> ReqMeta::from_request_tracker(RequestTracker& tracker, in
     meta.req_id = tracker.req_id;
     meta.token_len_chunk = num_tokens_to_save;
     meta.block_ids = tracker.allocated_block_ids;
-    meta.block_hashes = std::move(block_hashes);
+    meta.block_hashes = block_hashes;  // copied only for a meta that is made
     meta.can_save = !skip;
     if (load_spec && load_spec->can_load) meta.load_spec = load_spec;
     meta.token_ids_start = token_ids_start;

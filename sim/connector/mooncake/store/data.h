@@ -58,7 +58,7 @@ struct ReqMeta {
     static std::optional<ReqMeta> from_request_tracker(RequestTracker& tracker, int block_size,
                                                        const std::optional<LoadSpec>& load_spec,
                                                        std::optional<bool> skip_save,
-                                                       std::vector<BlockHash> block_hashes);
+                                                       const std::vector<BlockHash>& block_hashes);
 };
 
 // MooncakeStoreWorkerMetadata.completed_saves: store_job_id -> the number of ranks done with that job.

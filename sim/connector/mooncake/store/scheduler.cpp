@@ -26,6 +26,12 @@ std::optional<V> pop(std::map<std::string, V>& map, const std::string& key) {
     return value;
 }
 
+// groups = (table,): the one group of the current table, in the lists the meta already holds.
+void assign_single_group(GroupBlockIds& groups, const std::vector<BlockId>& table) {
+    groups.resize(1);
+    groups.front().assign(table.begin(), table.end());
+}
+
 // MooncakeStoreConnectorMetadata.add_request, for a from_request_tracker result that is not None.
 void add_request(StoreMetadata& meta, std::optional<ReqMeta> req_meta) {
     if (req_meta) meta.requests.push_back(std::move(*req_meta));
@@ -276,32 +282,27 @@ void MooncakeStoreScheduler::apply_current_save_block_ids(StoreMetadata& meta, c
             if (ids == nullptr)
                 throw UpstreamAssertion("missing_current_block_table", site("_apply_current_save_block_ids"),
                                         "Missing current block table for store request " + m.req_id, m.req_id);
-            m.block_ids = GroupBlockIds{*ids};
+            assign_single_group(m.block_ids, *ids);
         }
         return;
     }
 
     // #55066: a save without a current table is dropped, its watermark rolled back for a later retry.
-    std::vector<ReqMeta> kept;
-    kept.reserve(meta.requests.size());
-    for (ReqMeta& m : meta.requests) {
-        if (!m.can_save) {
-            kept.push_back(std::move(m));
-            continue;
-        }
+    // (std::erase_if tests the metas once each, in order: the warnings keep their order.)
+    std::erase_if(meta.requests, [&](ReqMeta& m) {
+        if (!m.can_save) return false;
         const std::vector<BlockId>* ids = block_state ? block_state->get_block_ids(m.req_id) : nullptr;
         if (ids != nullptr) {
-            m.block_ids = GroupBlockIds{*ids};
-            kept.push_back(std::move(m));
-            continue;
+            assign_single_group(m.block_ids, *ids);
+            return false;
         }
         if (warned_stale_saves_.insert(m.req_id).second)
             log_.event(EventCategory::warn,
                        "Missing current block table for store request {request}; skipping its save this step")
                 .request(m.req_id);
         if (RequestTracker* tracker = request_trackers_.find(m.req_id)) tracker->num_saved_tokens = m.token_ids_start;
-    }
-    meta.requests = std::move(kept);
+        return true;
+    });
 }
 
 // save_over_loading_block=deferred (kvsim's fix): a load of this step writes blocks that allocate_slots has
