@@ -2,10 +2,11 @@
 //
 // Input: trace text. It runs under the campaign's variant with every checker on (and the
 // determinism replay on every Nth input: KVSIM_FUZZ_DETERMINISM=N, default 16, 0 = never), for at
-// most its step budget; it stops as a hang when it makes no progress for its hang budget, and the
+// most its step budget; it stops as a hang when it makes no progress for its hang budget, or
+// computes nothing new for its idle budget once its faults have settled, and the
 // checkers sweep all blocks every budget::kSweepPeriod steps and at the end, judging in between
 // what each step touched (fuzz/mutator/trace_mutator.h). A NEW finding is run again as `kvsim run`
-// runs it (a sweep every step, no hang budget), and that run decides what is reported. A failing
+// runs it (a sweep every step, no hang or idle budget), and that run decides what is reported. A failing
 // run is classified against the registry of known findings (properties/findings/known_findings.txt):
 // a KNOWN finding is counted and the fuzzing goes on; a NEW one (or a kvsim internal error) prints
 //   kvsim-finding: verdict=<v> signature=<sig> variant=<V>
@@ -228,14 +229,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                               .muted_keeps = g_campaign->events_read,
                               .sweep_period = kvsim::fuzz::budget::kSweepPeriod,
                               .step_checks = false,
-                              .stall_steps = kvsim::fuzz::stall_budget(trace)};
+                              .stall_steps = kvsim::fuzz::stall_budget(trace),
+                              .idle_steps = kvsim::fuzz::idle_budget(trace)};
     kvsim::RunResult result = kvsim::run_trace(trace, g_campaign->variant, options);
     const kvsim::KnownEntry* known = judge(trace, result, options);
     if (result.verdict != kvsim::Verdict::pass && known == nullptr) {
-        // a NEW finding is reported as `kvsim run` gives it: every checker sweeping every step, no hang budget
+        // a NEW finding is reported as `kvsim run` gives it: every checker sweeping every step, no hang budgets
         ++g_campaign->new_rerun;
         options.sweep_period = 0;
         options.stall_steps = 0;
+        options.idle_steps = 0;
         result = kvsim::run_for_search(trace, g_campaign->variant, options);
         known = judge(trace, result, options);
     }

@@ -509,12 +509,15 @@ Trace repair(std::string_view text, std::uint64_t seed) {
     return t;
 }
 
-// What step_bound and stall_budget count: prefill steps, output tokens and delays.
+// What step_bound, stall_budget and idle_budget count: prefill steps, output tokens and delays.
 struct Work {
     std::int64_t prefill_steps = 0;  // a step per prefill chunk, and 2 more, per request
     std::int64_t output_tokens = 0;
     int requests = 0;
     std::int64_t delays = 2;  // fault steps, the slowest worker delays and stand_in load delays, summed
+    // the slowest worker delays, stand_in load delays and store_delay fault steps, summed (what a
+    // worker can make the core wait for once every fault has fired: a store_delay lasts)
+    std::int64_t worker_delays = 0;
 };
 
 Work work_of(const Trace& t) {
@@ -528,12 +531,15 @@ Work work_of(const Trace& t) {
             ++work.requests;
         } else if (const auto* f = std::get_if<FaultEvent>(&ev.body)) {
             work.delays += std::max(0, f->steps);
+            if (f->kind == FaultKind::store_delay) work.worker_delays += std::max(0, f->steps);
         }
     }
     const WorkerConfig& w = t.workers;
-    work.delays += std::max(0, w.store_delay_max) + std::max(0, w.load_delay_max) + std::max(0, w.pull_delay);
+    std::int64_t slowest = std::max(0, w.store_delay_max) + std::max(0, w.load_delay_max) + std::max(0, w.pull_delay);
     for (const ConnectorSpec& c : t.connectors)
-        if (c.kind == kConnectorStandIn) work.delays += std::max(0, c.load_delay);
+        if (c.kind == kConnectorStandIn) slowest += std::max(0, c.load_delay);
+    work.delays += slowest;
+    work.worker_delays += slowest;
     return work;
 }
 
@@ -550,6 +556,11 @@ int stall_budget(const Trace& t) {
     const Work work = work_of(t);
     const std::int64_t bound = 64 + 2 * (work.prefill_steps + work.delays);
     return static_cast<int>(std::min<std::int64_t>(bound, step_budget(t)));
+}
+
+int idle_budget(const Trace& t) {
+    const std::int64_t bound = 64 + 2 * work_of(t).worker_delays;
+    return static_cast<int>(std::min<std::int64_t>(bound, stall_budget(t)));
 }
 
 int step_budget(const Trace& t) { return std::min(t.run.max_steps, 2 * step_bound(t)); }

@@ -1,9 +1,10 @@
-// The trace target's step and hang budgets (fuzz/mutator/trace_mutator.h, step_budget and
-// stall_budget) and its sweep period: capping a corpus trace's max_steps at its budget, stopping it
-// after its hang budget without progress and sweeping every budget::kSweepPeriod steps changes no
-// verdict or signature under any preset (nor the digest, but
-// of a liveness run, whose hang is met sooner), nor those of swarm traces inside the fuzzing
-// envelope; a roomy max_steps is cut to twice step_bound; a livelock stops long before its limit.
+// The trace target's step, hang and idle budgets (fuzz/mutator/trace_mutator.h, step_budget,
+// stall_budget and idle_budget) and its sweep period: capping a corpus trace's max_steps at its
+// budget, stopping it after its hang budget without progress or its idle budget computing nothing
+// new, and sweeping every budget::kSweepPeriod steps changes no verdict or signature under any
+// preset (nor the digest, but of a liveness run, whose hang is met sooner), nor those of swarm
+// traces inside the fuzzing envelope; a roomy max_steps is cut to twice step_bound; a livelock
+// stops long before its limit, and sooner still on the idle budget.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -44,8 +45,10 @@ TEST_CASE("the step budget changes no corpus verdict under any preset", "[fuzz][
             const Variant variant = require_variant(preset);
             const RunResult full = run_trace(trace, variant);
             const RunResult budgeted = run_trace(capped, variant);
-            const RunResult stalled = run_trace(
-                capped, variant, RunOptions{.sweep_period = budget::kSweepPeriod, .stall_steps = stall_budget(trace)});
+            const RunResult stalled = run_trace(capped, variant,
+                                                RunOptions{.sweep_period = budget::kSweepPeriod,
+                                                           .stall_steps = stall_budget(trace),
+                                                           .idle_steps = idle_budget(trace)});
             INFO(path << " under " << preset);
             for (const RunResult* cut : {&budgeted, &stalled}) {
                 CHECK(cut->verdict == full.verdict);
@@ -78,6 +81,7 @@ TEST_CASE("the search budgets change no verdict of swarm traces inside the fuzzi
             RunOptions budgeted = plain;
             budgeted.sweep_period = budget::kSweepPeriod;
             budgeted.stall_steps = stall_budget(trace);
+            budgeted.idle_steps = idle_budget(trace);
             const RunResult full = run_trace(trace, variant, plain);
             const RunResult cut = run_trace(trace, variant, budgeted);
             INFO("swarm seed " << seed << " under " << preset);
@@ -115,6 +119,63 @@ TEST_CASE("the hang budget stops a preemption livelock long before its step budg
     const Variant fixed = require_variant("v0.30.0+pin_aware_preemption");
     CHECK(run_trace(capped, fixed, RunOptions{.text_log = false, .stall_steps = stall_budget(trace)}).verdict ==
           Verdict::pass);
+    CHECK(run_trace(capped, fixed,
+                    RunOptions{.text_log = false, .stall_steps = stall_budget(trace), .idle_steps = idle_budget(trace)})
+              .verdict == Verdict::pass);
+}
+
+TEST_CASE("the idle budget stops a preemption livelock sooner than the hang budget", "[fuzz][budget]") {
+    const Trace trace = parse_trace_file(KVSIM_SOURCE_DIR "/corpus/findings/store_pins_make_preemption_free_nothing.trace");
+    Trace capped = trace;
+    capped.run.max_steps = step_budget(trace);
+    const Variant variant = require_variant("v0.30.0");
+    const RunOptions hang_only{.text_log = false, .stall_steps = stall_budget(trace)};
+    RunOptions both = hang_only;
+    both.idle_steps = idle_budget(trace);
+    const RunResult stalled = run_trace(capped, variant, hang_only);
+    const RunResult idle = run_trace(capped, variant, both);
+    REQUIRE(idle.verdict == Verdict::liveness);
+    CHECK(idle.signature == stalled.signature);
+    CHECK(idle_budget(trace) < stall_budget(trace));
+    CHECK(idle.steps < stalled.steps);
+    REQUIRE(!idle.findings.empty());
+    // every request is preempted and recomputes what it had computed: the thrash computes nothing new
+    CHECK(idle.findings.front().fact("stalled") == std::optional<std::int64_t>(idle_budget(trace)));
+}
+
+TEST_CASE("the idle budget waits out a fault in effect", "[fuzz][budget]") {
+    // r's store lookup stays pending for 150 steps after the last event: nothing is computed meanwhile
+    const Trace trace = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=16\nrun max_steps=1000\n"
+                                    "connector store role=kv_both enable_lookup=on lookup_async=on\n"
+                                    "workers ranks=1 store_delay_min=1 store_delay_max=1 load_delay_min=1 "
+                                    "load_delay_max=1 pull_delay=1\nsegment s len=8\n"
+                                    "@0 arrive r prompt=s max_tokens=2\n@0 fault lookup_pending steps=150 request=r\n",
+                                    "<idle>");
+    REQUIRE(idle_budget(trace) < 150);
+    const RunResult idle = run_trace(trace, require_variant("v0.30.0"),
+                                     RunOptions{.text_log = false,
+                                                .stall_steps = stall_budget(trace),
+                                                .idle_steps = idle_budget(trace)});
+    CHECK(idle.verdict == Verdict::pass);
+    CHECK(idle.steps > 150);
+}
+
+TEST_CASE("the idle budget is twice the worker delays plus 64, within the hang budget", "[fuzz][budget]") {
+    Trace trace = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=16\nrun max_steps=100000\n"
+                              "connector store role=kv_both\n"
+                              "workers ranks=1 store_delay_min=1 store_delay_max=5 load_delay_min=1 load_delay_max=7 "
+                              "pull_delay=3\nsegment s len=400\n@0 arrive r prompt=s max_tokens=4\n",
+                              "<budget>");
+    CHECK(idle_budget(trace) == 64 + 2 * (5 + 7 + 3));
+    CHECK(idle_budget(trace) < stall_budget(trace));  // the prefill of 400 tokens counts only there
+    // a store_delay fault lasts: its steps count; a pending lookup is waited out as a fault in effect
+    trace.events.push_back(Event{.step = 0, .body = FaultEvent{.kind = FaultKind::store_delay, .rank = 0, .steps = 9}});
+    trace.events.push_back(
+        Event{.step = 0, .body = FaultEvent{.kind = FaultKind::lookup_pending, .steps = 30, .request_id = "r"}});
+    CHECK(idle_budget(trace) == 64 + 2 * (5 + 7 + 3 + 9));
+    trace.run.max_steps = 20;
+    CHECK(idle_budget(trace) == stall_budget(trace));
+    CHECK(stall_budget(trace) <= step_budget(trace));
 }
 
 }  // namespace

@@ -29,12 +29,7 @@ std::optional<Finding> LivenessChecker::check_stalled(const Engine& engine, int 
     return f;
 }
 
-bool StallWatch::stalled(const Engine& engine, int step) {
-    if (!engine.events_exhausted()) {
-        best_.reset();
-        last_progress_step_ = step;
-        return false;
-    }
+bool StallWatch::progressed(const Engine& engine) {
     Progress now{.left = engine.scheduler().requests().size()};
     for (const auto& [id, req] : engine.scheduler().requests()) {
         now.unfinished += is_finished(req->status) ? 0 : 1;
@@ -44,13 +39,49 @@ bool StallWatch::stalled(const Engine& engine, int step) {
         // a request that left took its tokens with it: the high-water mark starts again from here
         if (best_) now.unfinished = std::min(now.unfinished, best_->unfinished);
         best_ = now;
-    } else if (now.unfinished < best_->unfinished || now.output_tokens > best_->output_tokens) {
+        return true;
+    }
+    if (now.unfinished < best_->unfinished || now.output_tokens > best_->output_tokens) {
         best_->unfinished = std::min(now.unfinished, best_->unfinished);
         best_->output_tokens = std::max(now.output_tokens, best_->output_tokens);
-    } else {
-        return step - last_progress_step_ >= limit_;
+        return true;
     }
-    last_progress_step_ = step;
+    return false;
+}
+
+bool StallWatch::computed_further(const Engine& engine) {
+    bool further = false;
+    for (const auto& [id, req] : engine.scheduler().requests()) {
+        int& most = computed_[id];
+        if (req->num_computed_tokens <= most) continue;
+        most = req->num_computed_tokens;
+        further = true;
+    }
+    return further;
+}
+
+bool StallWatch::stalled(const Engine& engine, int step) {
+    // the high-water marks follow every step, from the first: a recomputation never counts
+    const bool computed = idle_limit_ > 0 && computed_further(engine);
+    if (!engine.events_exhausted()) {
+        best_.reset();
+        last_progress_step_ = step;
+        last_busy_step_ = step;
+        return false;
+    }
+    const bool progress = progressed(engine);
+    if (progress) last_progress_step_ = step;
+    if (idle_limit_ > 0) {
+        if (progress || computed || !engine.faults_settled()) last_busy_step_ = step;
+        if (step - last_busy_step_ >= idle_limit_) {
+            spent_ = idle_limit_;
+            return true;
+        }
+    }
+    if (limit_ > 0 && step - last_progress_step_ >= limit_) {
+        spent_ = limit_;
+        return true;
+    }
     return false;
 }
 

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "properties/checkers/finding.h"
+#include "sim/common/ordered_map.h"
 
 namespace kvsim {
 
@@ -19,15 +20,22 @@ public:
     std::optional<Finding> check_stalled(const Engine& engine, int step, int max_steps, int stall_steps) const;
 };
 
-// A search's hang budget (RunOptions::stall_steps). After the trace's last event, a step makes
-// progress when fewer requests are left, fewer are unfinished, or the requests left have more
-// output tokens than ever since the last request left. Every such count is bounded, so a run that
-// makes none for `limit` steps in a row repeats itself or waits on nothing.
+// A search's hang budgets (RunOptions::stall_steps and idle_steps). After the trace's last event, a
+// step makes progress when fewer requests are left, fewer are unfinished, or the requests left have
+// more output tokens than ever since the last request left. Every such count is bounded, so a run
+// that makes none for `limit` steps in a row repeats itself or waits on nothing. The idle budget
+// counts only once every fault has also settled, and a step is busy there when it makes progress
+// or some request computes past the most it ever computed: a prefill advances, a recomputation
+// after a preemption does not. Those counts are bounded too; the idle budget (0: off) can be far
+// shorter than `limit`, which must cover a whole prefill done chunk by chunk.
 class StallWatch {
 public:
-    explicit StallWatch(int limit) : limit_(limit) {}
-    // Called after each step that ran; true once `limit` steps in a row made no progress.
+    // A budget of 0 is off.
+    explicit StallWatch(int limit, int idle_limit = 0) : limit_(limit), idle_limit_(idle_limit) {}
+    // Called after each step that ran; true once either budget ran out.
     bool stalled(const Engine& engine, int step);
+    // The budget that ran out (the finding's fact `stalled`); meaningful once stalled() said so.
+    int spent() const { return spent_; }
 
 private:
     struct Progress {
@@ -35,9 +43,18 @@ private:
         int unfinished = 0;
         std::int64_t output_tokens = 0;  // of the requests left
     };
+    // Whether this step made progress (updates best_).
+    bool progressed(const Engine& engine);
+    // Whether some request computed past its high-water mark (updates computed_).
+    bool computed_further(const Engine& engine);
+
     int limit_;
+    int idle_limit_;
+    int spent_ = 0;
     int last_progress_step_ = 0;
+    int last_busy_step_ = 0;
     std::optional<Progress> best_;
+    OrderedMap<int> computed_;  // request -> the most tokens it ever computed (with the idle budget on)
 };
 
 }  // namespace kvsim

@@ -145,7 +145,7 @@ RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions&
     int last_run = -1;
 
     std::optional<StallWatch> stall;
-    if (options.stall_steps > 0) stall.emplace(options.stall_steps);
+    if (options.stall_steps > 0 || options.idle_steps > 0) stall.emplace(options.stall_steps, options.idle_steps);
     int step = 0;
     bool finished = false;
     bool ended = false;
@@ -184,7 +184,7 @@ RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions&
     if (!ended && !finished) {
         engine.log().set_step(step);
         const LivenessChecker liveness;
-        auto stuck = stalled ? liveness.check_stalled(engine, step, max_steps, options.stall_steps)
+        auto stuck = stalled ? liveness.check_stalled(engine, step, max_steps, stall->spent())
                              : liveness.check_at_step_limit(engine, max_steps);
         if (stuck) conclude(engine, result, {*stuck});
     }
