@@ -218,7 +218,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     trace.run.variant = g_campaign->variant_name;
     ++(kvsim::resolved_async_scheduling(trace.engine, g_campaign->variant) ? g_campaign->runs_async_on
                                                                             : g_campaign->runs_async_off);
-    trace.run.max_steps = kvsim::fuzz::step_budget(trace);
+    const kvsim::fuzz::SearchBudgets budgets = kvsim::fuzz::search_budgets(trace);
+    trace.run.max_steps = budgets.steps;
     const std::uint64_t input = g_campaign->inputs++;
     const bool replay = g_campaign->determinism_every > 0 && input % g_campaign->determinism_every == 0;
     // muted unless replayed, but for the event categories the registry reads: classifying a failing
@@ -229,8 +230,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                               .muted_keeps = g_campaign->events_read,
                               .sweep_period = kvsim::fuzz::budget::kSweepPeriod,
                               .step_checks = false,
-                              .stall_steps = kvsim::fuzz::stall_budget(trace),
-                              .idle_steps = kvsim::fuzz::idle_budget(trace)};
+                              .stall_steps = budgets.stall,
+                              .idle_steps = budgets.idle};
     kvsim::RunResult result = kvsim::run_trace(trace, g_campaign->variant, options);
     const kvsim::KnownEntry* known = judge(trace, result, options);
     if (result.verdict != kvsim::Verdict::pass && known == nullptr) {

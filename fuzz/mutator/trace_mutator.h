@@ -176,4 +176,12 @@ int stall_budget(const Trace& trace);
 // prefill again. A NEW hang is confirmed without it.
 int idle_budget(const Trace& trace);
 
+// The three budgets above from one pass over the trace (the target needs all three per input).
+struct SearchBudgets {
+    int steps = 0;  // step_budget
+    int stall = 0;  // stall_budget
+    int idle = 0;   // idle_budget
+};
+SearchBudgets search_budgets(const Trace& trace);
+
 }  // namespace kvsim::fuzz

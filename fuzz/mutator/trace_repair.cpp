@@ -543,8 +543,7 @@ Work work_of(const Trace& t) {
     return work;
 }
 
-int step_bound(const Trace& t) {
-    const Work work = work_of(t);
+int drain_bound(const Trace& t, const Work& work) {
     return drain_step_bound(DrainEstimate{.last_event_step = last_event_step(t.events),
                                           .work = work.prefill_steps + work.output_tokens,
                                           .delays = work.delays,
@@ -552,18 +551,20 @@ int step_bound(const Trace& t) {
                                           .slack = 1 + 64});
 }
 
-int stall_budget(const Trace& t) {
+int step_bound(const Trace& t) { return drain_bound(t, work_of(t)); }
+
+SearchBudgets search_budgets(const Trace& t) {
     const Work work = work_of(t);
-    const std::int64_t bound = 64 + 2 * (work.prefill_steps + work.delays);
-    return static_cast<int>(std::min<std::int64_t>(bound, step_budget(t)));
+    SearchBudgets b;
+    b.steps = std::min(t.run.max_steps, 2 * drain_bound(t, work));
+    b.stall = static_cast<int>(std::min<std::int64_t>(64 + 2 * (work.prefill_steps + work.delays), b.steps));
+    b.idle = static_cast<int>(std::min<std::int64_t>(64 + 2 * work.worker_delays, b.stall));
+    return b;
 }
 
-int idle_budget(const Trace& t) {
-    const std::int64_t bound = 64 + 2 * work_of(t).worker_delays;
-    return static_cast<int>(std::min<std::int64_t>(bound, stall_budget(t)));
-}
-
-int step_budget(const Trace& t) { return std::min(t.run.max_steps, 2 * step_bound(t)); }
+int step_budget(const Trace& t) { return search_budgets(t).steps; }
+int stall_budget(const Trace& t) { return search_budgets(t).stall; }
+int idle_budget(const Trace& t) { return search_budgets(t).idle; }
 
 bool within_budget(const Trace& t, std::string* why) {
     auto fail = [&](std::string reason) {

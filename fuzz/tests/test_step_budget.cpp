@@ -41,6 +41,15 @@ TEST_CASE("the step budget changes no corpus verdict under any preset", "[fuzz][
         Trace capped = trace;
         capped.run.max_steps = step_budget(trace);
         REQUIRE(capped.run.max_steps <= trace.run.max_steps);
+        // the target caps max_steps first: the budgets of the capped trace are the trace's own
+        const SearchBudgets own = search_budgets(trace);
+        const SearchBudgets after_cap = search_budgets(capped);
+        CHECK(own.steps == capped.run.max_steps);
+        CHECK(after_cap.steps == own.steps);
+        CHECK(after_cap.stall == own.stall);
+        CHECK(after_cap.idle == own.idle);
+        CHECK(own.idle <= own.stall);
+        CHECK(own.stall <= own.steps);
         for (const std::string& preset : presets) {
             const Variant variant = require_variant(preset);
             const RunResult full = run_trace(trace, variant);

@@ -66,8 +66,12 @@ using CompletedSaves = std::map<std::int64_t, int>;
 
 // MooncakeStoreWorkerMetadata.aggregate @ a83dffb9ea007219cd877492e020ec6bee45c6a3: the engine merges each
 // rank's metadata into one; a job's counts add up.
+// One job's count at a time: a rank's finished job, without a one-entry map.
+inline void aggregate_completed_save(CompletedSaves& into, std::int64_t store_job_id, int count) {
+    into[store_job_id] += count;
+}
 inline CompletedSaves& aggregate_completed_saves(CompletedSaves& into, const CompletedSaves& other) {
-    for (const auto& [store_job_id, count] : other) into[store_job_id] += count;
+    for (const auto& [store_job_id, count] : other) aggregate_completed_save(into, store_job_id, count);
     return into;
 }
 

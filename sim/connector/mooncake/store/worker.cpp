@@ -133,7 +133,7 @@ void MooncakeStoreWorker::complete_saves(int step, KVConnectorOutput& out) {
             copy.reported = true;
             if (env_.observer) env_.observer->save_read(job, copy.rank);
             if (variant_.flag<&Variant::save_block_refs>() == SaveBlockRefs::store_job_pins) {
-                if (job.job_id >= 0) ++out.completed_store_jobs[job.job_id];  // aggregate_completed_saves of {job: 1}
+                if (job.job_id >= 0) aggregate_completed_save(out.completed_store_jobs, job.job_id, 1);
             } else {
                 auto& stored = stored_requests_[static_cast<std::size_t>(copy.rank)];
                 if (auto s = stored.find(job.req_id); s != stored.end()) --s->second;  // dec_stored_request
