@@ -61,12 +61,16 @@ TEST_CASE("iterates in insertion order, and a re-inserted key goes last", "[orde
     CHECK(map.begin() == map.end());
 }
 
+// 6 keys: a map as small as a step's (a few requests), with holes erased and refilled all the time;
+// 12: around the index's first growth (16 cells); 200: many growths and long probe runs.
 TEST_CASE("agrees with a reference dict over random inserts, updates and erases", "[ordered_map]") {
+    const int keys = GENERATE(6, 12, 200);
+    CAPTURE(keys);
     Prng rng(7);
     OrderedMap<int> map;
     ReferenceDict dict;
     for (int op = 0; op < 20'000; ++op) {
-        const std::string key = "r" + std::to_string(rng.below(200));
+        const std::string key = "r" + std::to_string(rng.below(static_cast<std::uint64_t>(keys)));
         if (rng.chance(2, 5)) {
             const bool had = dict.erase(key);
             CHECK(map.erase(key).has_value() == had);
@@ -79,7 +83,7 @@ TEST_CASE("agrees with a reference dict over random inserts, updates and erases"
             REQUIRE(contents(map) == dict.entries);
             // every key, present or not, is found through the index exactly when the dict has it
             // (an erase that broke a probe run would hide a key that is still there)
-            for (int k = 0; k < 200; ++k) {
+            for (int k = 0; k < keys; ++k) {
                 const std::string probe = "r" + std::to_string(k);
                 const int* expected = dict.find(probe);
                 const int* found = map.find(probe);
