@@ -62,7 +62,7 @@ TEST_CASE("iterates in insertion order, and a re-inserted key goes last", "[orde
 }
 
 // 6 keys: a map as small as a step's (a few requests), with holes erased and refilled all the time;
-// 12: around the index's first growth (16 cells); 200: many growths and long probe runs.
+// 12: around the index's first growth (16 -> 32 cells at 8 entries); 200: many growths and long probe runs.
 TEST_CASE("agrees with a reference dict over random inserts, updates and erases", "[ordered_map]") {
     const int keys = GENERATE(6, 12, 200);
     CAPTURE(keys);

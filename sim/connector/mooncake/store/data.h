@@ -64,12 +64,12 @@ struct ReqMeta {
 // MooncakeStoreWorkerMetadata.completed_saves: store_job_id -> the number of ranks done with that job.
 using CompletedSaves = std::map<std::int64_t, int>;
 
-// MooncakeStoreWorkerMetadata.aggregate @ a83dffb9ea007219cd877492e020ec6bee45c6a3: the engine merges each
-// rank's metadata into one; a job's counts add up.
-// One job's count at a time: a rank's finished job, without a one-entry map.
+// aggregate_completed_saves for one job's count: a rank's finished job, without a one-entry map.
 inline void aggregate_completed_save(CompletedSaves& into, std::int64_t store_job_id, int count) {
     into[store_job_id] += count;
 }
+// MooncakeStoreWorkerMetadata.aggregate @ a83dffb9ea007219cd877492e020ec6bee45c6a3: the engine merges each
+// rank's metadata into one; a job's counts add up.
 inline CompletedSaves& aggregate_completed_saves(CompletedSaves& into, const CompletedSaves& other) {
     for (const auto& [store_job_id, count] : other) aggregate_completed_save(into, store_job_id, count);
     return into;
