@@ -76,5 +76,54 @@ TEST_CASE("incremental block-pool check: a held block's fault now, an untouched 
     }
 }
 
+// Store saves pin their blocks until every rank has copied them: the pins come and go job by job
+// while the tables grow, so the check_step keeps its counts across steps (block_pool_checker.h).
+const char* const kStoreTrace =
+    "kvsim-trace 1\n"
+    "engine block_size=4 num_blocks=64 prefix_caching=on\n"
+    "run seed=3 max_steps=100 variant=v0.30.0\n"
+    "connector store role=kv_both save_decode_cache=on\n"
+    "workers ranks=2 store_delay_min=1 store_delay_max=4\n"
+    "segment s len=10\n"
+    "segment t len=6\n"
+    "@0 arrive a prompt=s max_tokens=9\n"
+    "@1 arrive b prompt=s+t max_tokens=7\n"
+    "@3 arrive c prompt=t max_tokens=5\n";
+
+std::vector<BlockId> pinned_blocks(const Engine& engine) {
+    std::vector<BlockId> pins;
+    if (const KVConnectorScheduler* connector = engine.connector()) connector->append_pinned_blocks(pins);
+    return pins;
+}
+
+TEST_CASE("incremental block-pool check: counts kept across steps judge a pinned block's fault at once",
+          "[checkers][incremental]") {
+    const Trace trace = parse_trace(kStoreTrace, "<incremental-store>");
+    int faults_judged = 0;
+    for (int fault_step = 0; fault_step < 24; ++fault_step) {
+        Engine engine(trace, require_variant("v0.30.0"));
+        BlockPoolChecker incremental;
+        bool judged = false;
+        for (int step = 0; step <= fault_step && !(engine.events_exhausted() && engine.quiet()); ++step) {
+            engine.run_step(step);
+            if (step < fault_step) {
+                std::vector<Violation> none;
+                incremental.check_step(engine, none, step % 5 == 0);
+                REQUIRE(described(none).empty());
+                continue;
+            }
+            const std::vector<BlockId> pins = pinned_blocks(engine);
+            if (pins.empty()) break;
+            pool_of(engine).touch({pins.back()});  // a reference nobody holds, on a block a save job pins
+            const Judged verdict = judge(incremental, engine);
+            REQUIRE_FALSE(verdict.sweep.empty());
+            CHECK(verdict.step == verdict.sweep);
+            judged = true;
+        }
+        if (judged) ++faults_judged;
+    }
+    CHECK(faults_judged >= 4);  // pins at several steps: jobs added and let go between them
+}
+
 }  // namespace
 }  // namespace kvsim

@@ -142,21 +142,99 @@ void BlockPoolChecker::check_step(const Engine& engine, std::vector<Violation>& 
 }
 
 bool BlockPoolChecker::count_holders(const Engine& engine) {
-    const std::uint32_t num_blocks = engine.scheduler().kv_cache_manager().block_pool().num_blocks();
-    held_.clear();
-    bool ok = true;
-    const auto hold = [&](BlockId id) {
-        if (id >= num_blocks) {
-            ok = false;
-            return;
-        }
-        if (id >= holders_.size()) holders_.resize(std::max<std::size_t>(id + 1, 2 * holders_.size()), 0);
-        if (holders_[id]++ == 0) held_.push_back(id);
-    };
-    visit_holders(engine, pins_, hold, [&](const std::string&) { ok = false; });
-    return ok;
+    num_blocks_ = engine.scheduler().kv_cache_manager().block_pool().num_blocks();
+    released_.clear();
+    for (BlockId id : fenced_) unhold(id, false);
+    follow_tables(engine);
+    pins_.clear();
+    if (const KVConnectorScheduler* connector = engine.connector()) connector->append_pinned_blocks(pins_);
+    follow_pins();
+    fenced_.clear();
+    for (const DeferredFree& held : engine.scheduler().deferred_frees())
+        fenced_.insert(fenced_.end(), held.blocks.begin(), held.blocks.end());
+    for (BlockId id : fenced_) hold(id, false);
+    return bad_refs_ == 0;
 }
 
+// The pins come save job by save job, in job order: a step usually lets the oldest jobs go and adds
+// new ones, so the last step's pins past some point are the first of now's. Tries the first few
+// such points; else counts every pin again.
+void BlockPoolChecker::follow_pins() {
+    constexpr int kTries = 8;
+    std::size_t dropped = last_pins_.size();
+    int tries = 0;
+    for (std::size_t k = 0; k < last_pins_.size() && tries < kTries; ++k) {
+        const std::size_t kept = last_pins_.size() - k;
+        if (kept > pins_.size() || last_pins_[k] != pins_.front()) continue;
+        ++tries;
+        if (std::equal(last_pins_.begin() + static_cast<std::ptrdiff_t>(k), last_pins_.end(), pins_.begin())) {
+            dropped = k;
+            break;
+        }
+    }
+    for (std::size_t i = 0; i < dropped; ++i) unhold(last_pins_[i], false);
+    for (std::size_t i = last_pins_.size() - dropped; i < pins_.size(); ++i) hold(pins_[i], false);
+    std::swap(last_pins_, pins_);
+}
+
+void BlockPoolChecker::follow_tables(const Engine& engine) {
+    next_tables_.clear();
+    auto last = tables_.begin();
+    const auto drop_until = [&](const std::string* request) {  // the requests that left
+        for (; last != tables_.end() && (request == nullptr || last->request < *request); ++last)
+            for (BlockId id : last->blocks) unhold(id, true);
+    };
+    for (const auto& [request, blocks] : engine.scheduler().kv_cache_manager().all_request_blocks()) {
+        drop_until(&request);
+        if (last == tables_.end() || last->request != request) {
+            for (BlockId id : blocks) hold(id, true);
+            next_tables_.push_back({request, blocks});
+            continue;
+        }
+        std::vector<BlockId>& before = last->blocks;
+        const std::size_t same = static_cast<std::size_t>(
+            std::mismatch(before.begin(), before.end(), blocks.begin(), blocks.end()).first - before.begin());
+        if (same != before.size() || same != blocks.size()) {
+            for (std::size_t i = same; i < before.size(); ++i) unhold(before[i], true);
+            for (std::size_t i = same; i < blocks.size(); ++i) hold(blocks[i], true);
+            before.assign(blocks.begin(), blocks.end());
+        }
+        next_tables_.push_back(std::move(*last++));
+    }
+    drop_until(nullptr);
+    std::swap(tables_, next_tables_);
+}
+
+void BlockPoolChecker::hold(BlockId id, bool from_table) {
+    if (id >= num_blocks_ || (from_table && id == kNullBlockId)) {
+        ++bad_refs_;
+        return;
+    }
+    if (id >= holders_.size()) {
+        const std::size_t size = std::max<std::size_t>(id + 1, 2 * holders_.size());
+        holders_.resize(size, 0);
+        held_at_.resize(size, 0);
+    }
+    if (holders_[id]++ > 0) return;
+    held_at_[id] = static_cast<std::uint32_t>(held_.size());
+    held_.push_back(id);
+}
+
+void BlockPoolChecker::unhold(BlockId id, bool from_table) {
+    if (id >= num_blocks_ || (from_table && id == kNullBlockId)) {
+        --bad_refs_;
+        return;
+    }
+    if (--holders_[id] > 0) return;
+    const BlockId moved = held_.back();
+    held_[held_at_[id]] = moved;
+    held_at_[moved] = held_at_[id];
+    held_.pop_back();
+    released_.push_back(id);
+}
+
+// Judges held_ and released_: every block held now or after the last step (a block held then and
+// not now dropped to no holder during this step's counting, so released_ names it).
 bool BlockPoolChecker::touched_blocks_wrong(const Engine& engine) {
     const BlockPool& pool = engine.scheduler().kv_cache_manager().block_pool();
     const FreeBlockQueue& queue = pool.free_queue();
@@ -168,11 +246,9 @@ bool BlockPoolChecker::touched_blocks_wrong(const Engine& engine) {
             wrong = true;
     };
     for (BlockId id : held_) judge(id);
-    for (BlockId id : last_held_) judge(id);
+    for (BlockId id : released_) judge(id);
     const KVCacheBlock& null_block = pool.block(kNullBlockId);
     if (!null_block.is_null || queue.contains(kNullBlockId) || null_block.hash) wrong = true;
-    for (BlockId id : held_) holders_[id] = 0;
-    std::swap(last_held_, held_);
     return wrong;
 }
 

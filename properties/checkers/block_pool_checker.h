@@ -1,4 +1,7 @@
 #pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "properties/checkers/checker.h"
@@ -13,7 +16,8 @@ namespace kvsim {
 // check() sweeps the whole pool: every touched block one by one, the untouched rest (never handed
 // out: BlockPool::num_touched_blocks) in one go unless something holds one. check_step() judges only the blocks held now or after the last
 // step (every block whose ref count a step can change legitimately) and the null block, and runs
-// the sweep when one of them is wrong, so its report is the sweep's; a fault elsewhere (a block
+// the sweep when one of them is wrong (it keeps the holder counts from step to step and counts
+// again only the block tables and save-job pins that changed), so its report is the sweep's; a fault elsewhere (a block
 // nobody held, the free queue's length, the prefix map) waits for the next full sweep.
 class BlockPoolChecker : public Checker {
 public:
@@ -22,16 +26,38 @@ public:
     void check_step(const Engine& engine, std::vector<Violation>& out, bool full_sweep) override;
 
 private:
-    // Counts the holders of each block into holders_ and lists the distinct blocks in held_;
-    // false when a block table holds the null block or names a block outside the pool.
+    // A request's block table as the last step left it.
+    struct HeldTable {
+        std::string request;
+        std::vector<BlockId> blocks;
+    };
+
+    // Brings holders_ and held_ up to the tables, pins and fenced frees of now, from the last
+    // step's: only what changed is counted again (a table that grew, a request that came or left);
+    // false when a block table holds the null block or names a block outside the pool, or a pin
+    // names one outside it.
     bool count_holders(const Engine& engine);
+    // The tables of now against tables_ (both in request-id order); tables_ becomes them.
+    void follow_tables(const Engine& engine);
+    // pins_ against last_pins_; last_pins_ becomes pins_.
+    void follow_pins();
+    // One reference on `id` more or less; a table's null block or any id outside the pool is counted in bad_refs_.
+    void hold(BlockId id, bool from_table);
+    void unhold(BlockId id, bool from_table);
     // True when a block held now or after the last step, or the null block, is wrong.
     bool touched_blocks_wrong(const Engine& engine);
 
-    std::vector<int> holders_;         // by block id; all zero between steps
-    std::vector<BlockId> held_;        // distinct blocks held now
-    std::vector<BlockId> last_held_;   // distinct blocks held after the last step
-    std::vector<BlockId> pins_;        // the connector's pinned blocks, refilled each step
+    std::uint32_t num_blocks_ = 0;
+    std::vector<HeldTable> tables_;       // by request id, as KVCacheManager::all_request_blocks
+    std::vector<HeldTable> next_tables_;  // scratch: the tables being followed
+    std::vector<BlockId> pins_;           // the connector's pinned blocks now
+    std::vector<BlockId> last_pins_;      // and after the last step
+    std::vector<BlockId> fenced_;         // the last step's fenced frees (#45357)
+    std::vector<int> holders_;            // by block id: the references counted now
+    std::vector<BlockId> held_;           // distinct blocks held now
+    std::vector<std::uint32_t> held_at_;  // by block id: its place in held_
+    std::vector<BlockId> released_;       // blocks held after the last step that this step let go
+    std::size_t bad_refs_ = 0;            // held references the pool cannot judge (see hold)
 };
 
 }  // namespace kvsim
