@@ -58,8 +58,8 @@ void check_store_saves(const Scheduler& scheduler, const StoreMetadata& meta, st
 
 void check_metadata(const Scheduler& scheduler, const ConnectorMetadata* meta, std::vector<Violation>& out) {
     if (meta == nullptr) return;
-    if (const auto* store = dynamic_cast<const StoreMetadata*>(meta)) return check_store_saves(scheduler, *store, out);
-    if (const auto* multi = dynamic_cast<const MultiKVConnectorMetadata*>(meta))
+    if (const auto* store = metadata_as<StoreMetadata>(meta)) return check_store_saves(scheduler, *store, out);
+    if (const auto* multi = metadata_as<MultiKVConnectorMetadata>(meta))
         for (const auto& child : multi->metadata) check_metadata(scheduler, child.get(), out);
 }
 

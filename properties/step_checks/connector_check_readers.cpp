@@ -38,10 +38,10 @@ const StoreMetadata* store_metadata_of(const CheckedState& s) {
     int child = -1;
     if (connector_of<MooncakeStoreScheduler>(s, &child) == nullptr) return nullptr;
     const ConnectorMetadata* meta = s.engine.last_connector_metadata();
-    if (child < 0) return dynamic_cast<const StoreMetadata*>(meta);
-    const auto* multi = dynamic_cast<const MultiKVConnectorMetadata*>(meta);
+    if (child < 0) return metadata_as<StoreMetadata>(meta);
+    const auto* multi = metadata_as<MultiKVConnectorMetadata>(meta);
     if (multi == nullptr || static_cast<std::size_t>(child) >= multi->metadata.size()) return nullptr;
-    return dynamic_cast<const StoreMetadata*>(multi->metadata[static_cast<std::size_t>(child)].get());
+    return metadata_as<StoreMetadata>(multi->metadata[static_cast<std::size_t>(child)].get());
 }
 
 // The first ReqMeta of request `id` in the step's store metadata with a load (load=true) or a save.

@@ -8,6 +8,8 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include "sim/common/event_log.h"
@@ -32,6 +34,15 @@ struct ConnectorMetadata {
         return lines;
     }
 };
+
+// dynamic_cast for a connector's own metadata class, which is final: one type_info comparison, where
+// libstdc++'s dynamic_cast walks the class hierarchy (it was 2 % of a fuzz execution). Null when
+// `metadata` is null or of another connector.
+template <class T>
+const T* metadata_as(const ConnectorMetadata* metadata) {
+    static_assert(std::is_final_v<T> && std::is_base_of_v<ConnectorMetadata, T>);
+    return metadata != nullptr && typeid(*metadata) == typeid(T) ? static_cast<const T*>(metadata) : nullptr;
+}
 
 // What get_num_new_matched_tokens answers: nullopt tokens = "not decided yet, ask again".
 struct MatchResult {

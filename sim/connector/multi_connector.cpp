@@ -123,7 +123,7 @@ MultiConnectorWorker::MultiConnectorWorker(std::vector<std::unique_ptr<KVConnect
 // MultiConnector.bind_connector_metadata + start_load_kv @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1: merge the extra saves,
 // then child i runs with element i.
 void MultiConnectorWorker::bind_and_start(int step, const ConnectorMetadata* metadata) {
-    const auto* meta = dynamic_cast<const MultiKVConnectorMetadata*>(metadata);
+    const auto* meta = metadata_as<MultiKVConnectorMetadata>(metadata);
     if (metadata != nullptr && meta == nullptr)
         throw std::logic_error("MultiConnectorWorker: metadata is not MultiKVConnectorMetadata");
     if (meta != nullptr && meta->metadata.size() != children_.size())

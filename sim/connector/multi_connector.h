@@ -22,7 +22,7 @@
 namespace kvsim {
 
 // MultiKVConnectorMetadata @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
-struct MultiKVConnectorMetadata : ConnectorMetadata {
+struct MultiKVConnectorMetadata final : ConnectorMetadata {
     std::vector<std::shared_ptr<const ConnectorMetadata>> metadata;  // one per child, positional
     std::map<std::string, int> extra_async_saves;                    // empty = upstream None
 

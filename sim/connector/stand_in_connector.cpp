@@ -47,7 +47,7 @@ FinishResult StandInConnectorScheduler::request_finished(Request& request, const
 }
 
 void StandInConnectorWorker::bind_and_start(int step, const ConnectorMetadata* metadata) {
-    const auto* meta = dynamic_cast<const StandInMetadata*>(metadata);
+    const auto* meta = metadata_as<StandInMetadata>(metadata);
     if (meta == nullptr) return;
     for (const auto& [id, blocks] : meta->loads) inflight_[id] = step + spec_.load_delay;
 }

@@ -13,7 +13,7 @@
 
 namespace kvsim {
 
-struct StandInMetadata : ConnectorMetadata {
+struct StandInMetadata final : ConnectorMetadata {
     std::vector<std::pair<std::string, std::vector<BlockId>>> loads;  // request -> blocks to fill
     std::vector<LogEvent> log_events() const override;
 };

@@ -47,7 +47,7 @@ std::shared_ptr<const ConnectorMetadata> MockConnectorScheduler::build_connector
 }
 
 void MockConnectorWorker::bind_and_start(int step, const ConnectorMetadata* metadata) {
-    const auto* meta = dynamic_cast<const MockMetadata*>(metadata);
+    const auto* meta = metadata_as<MockMetadata>(metadata);
     if (meta == nullptr) return;
     for (const auto& id : meta->async_loads)
         if (!scripted_.covers_recv(id, step)) inflight_[id] = step + env_.draw_load_delay();

@@ -17,7 +17,7 @@
 namespace kvsim {
 
 // MockKVConnectorMetadata: `requests` names the new and resumed requests of the step.
-struct MockMetadata : ConnectorMetadata {
+struct MockMetadata final : ConnectorMetadata {
     std::vector<std::string> requests;
     std::vector<std::string> async_loads;  // kvsim: async loads that start this step
     std::vector<LogEvent> log_events() const override;

@@ -35,7 +35,7 @@ struct P2PSendMeta {
 };
 
 // MooncakeConnectorMetadata @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
-struct MooncakeConnectorMetadata : ConnectorMetadata {
+struct MooncakeConnectorMetadata final : ConnectorMetadata {
     std::vector<P2PPullMeta> reqs_to_recv;     // filled only when not kv_producer
     std::vector<P2PSendMeta> reqs_to_send;     // filled only when not kv_consumer
     std::set<std::string> reqs_not_processed;  // transfer ids P will never send (not kv_consumer)

@@ -33,7 +33,7 @@ void MooncakeConnectorWorker::log_pull_result(const std::string& req_id, bool ok
 
 // MooncakeConnector.start_load_kv -> MooncakeConnectorWorker.start_load_kv @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
 void MooncakeConnectorWorker::bind_and_start(int step, const ConnectorMetadata* metadata) {
-    const auto* meta = dynamic_cast<const MooncakeConnectorMetadata*>(metadata);
+    const auto* meta = metadata_as<MooncakeConnectorMetadata>(metadata);
     if (meta == nullptr) return;
     if (!is_kv_producer_ && !meta->reqs_to_recv.empty()) start_load_kv(step, *meta);
     if (!is_kv_consumer_ && (!meta->reqs_to_send.empty() || !meta->reqs_not_processed.empty()))

@@ -78,7 +78,7 @@ inline CompletedSaves& aggregate_completed_saves(CompletedSaves& into, const Com
 // MooncakeStoreConnectorMetadata, without its unfinished_request_ids: upstream shares the scheduler's
 // live set there, which no modelled worker path reads (MooncakeStoreScheduler::unfinished_request_ids
 // keeps it for the step checks).
-struct StoreMetadata : ConnectorMetadata {
+struct StoreMetadata final : ConnectorMetadata {
     std::vector<ReqMeta> requests;
     std::set<std::string> preempted_req_ids;
 

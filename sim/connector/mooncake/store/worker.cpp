@@ -40,7 +40,7 @@ MooncakeStoreWorker::MooncakeStoreWorker(const ConnectorSpec& spec, const Engine
       finished_store_req_(rank_busy_until_.size()) {}
 
 void MooncakeStoreWorker::bind_and_start(int step, const ConnectorMetadata* metadata) {
-    const auto* meta = dynamic_cast<const StoreMetadata*>(metadata);
+    const auto* meta = metadata_as<StoreMetadata>(metadata);
     if (meta == nullptr) return;
     bound_preempted_ = meta->preempted_req_ids;
     start_loads(step, *meta);
