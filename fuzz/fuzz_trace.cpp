@@ -206,7 +206,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string_view text(reinterpret_cast<const char*>(data), size);
     kvsim::Trace trace;
     try {
-        trace = g_campaign->traces.parsed(text);
+        trace = g_campaign->traces.parsed(text, kvsim::fuzz::TraceCache::Keep::no);
     } catch (const kvsim::InputError&) {
         ++g_campaign->ignored;
         return 0;  // the mutator repairs such inputs; as an input it is simply not a trace

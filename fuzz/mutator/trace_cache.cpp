@@ -13,14 +13,14 @@ TraceCache::Entry& TraceCache::slot(std::string_view text) {
     return entries_.emplace(std::string(text), Entry{}).first->second;
 }
 
-Trace TraceCache::parsed(std::string_view text) {
+Trace TraceCache::parsed(std::string_view text, Keep keep) {
     if (const auto it = entries_.find(text); it != entries_.end() && it->second.parsed) {
         ++hits_;
         return *it->second.parsed;
     }
     ++misses_;
     Trace trace = parse_trace(text, "<input>");
-    slot(text).parsed = trace;
+    if (keep == Keep::yes) slot(text).parsed = trace;
     return trace;
 }
 

@@ -21,8 +21,13 @@ class TraceCache {
 public:
     static constexpr std::size_t kCapacity = 4096;
 
+    // Whether a text parsed on a miss is kept. Keep::no is the fuzz target's callback: libFuzzer
+    // takes memory an input's call keeps for a leak, and a sanitizer build then runs the input a
+    // second time (every unit of a corpus replayed at start-up, and each fork-mode job replays one).
+    enum class Keep { yes, no };
+
     // parse_trace(text, "<input>"); throws its InputError (a text that does not parse is not kept).
-    Trace parsed(std::string_view text);
+    Trace parsed(std::string_view text, Keep keep = Keep::yes);
     // repair(text, seed).
     Trace repaired(std::string_view text, std::uint64_t seed);
     // The mutator printed `trace`, which normalize() leaves as it is, as `text` (print_trace): both

@@ -77,5 +77,19 @@ TEST_CASE("trace cache: it empties itself when full and still answers", "[fuzz][
     CHECK(cache.misses() == misses + 1);
 }
 
+TEST_CASE("trace cache: Keep::no answers from the cache but does not add a text it lacks", "[fuzz][cache]") {
+    TraceCache cache;
+    const std::string text = swarm_text(3);
+    const Trace expected = parse_trace(text, "<input>");
+    CHECK(cache.parsed(text, TraceCache::Keep::no) == expected);
+    CHECK(cache.parsed(text, TraceCache::Keep::no) == expected);
+    CHECK(cache.misses() == 2);  // not kept: parsed twice
+    CHECK(cache.hits() == 0);
+    CHECK(cache.parsed(text) == expected);
+    CHECK(cache.parsed(text, TraceCache::Keep::no) == expected);
+    CHECK(cache.misses() == 3);
+    CHECK(cache.hits() == 1);  // kept by the default, then found
+}
+
 }  // namespace
 }  // namespace kvsim::fuzz
