@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -137,7 +138,8 @@ void BlockPoolChecker::check(const Engine& engine, std::vector<Violation>& out) 
 }
 
 void BlockPoolChecker::check_step(const Engine& engine, std::vector<Violation>& out, bool full_sweep) {
-    const bool wrong = touched_blocks_wrong(engine);  // also when sweeping, so last_held_ follows the run
+    const bool wrong = touched_blocks_wrong(engine);  // also when sweeping, so the counts follow the run
+    if (wrong) ++suspicions_;
     if (full_sweep || wrong) check(engine, out);
 }
 
@@ -177,32 +179,43 @@ void BlockPoolChecker::follow_pins() {
     std::swap(last_pins_, pins_);
 }
 
+// In place while the requests are the last step's, in the same order (most steps); from the first
+// request that came or left on, the rest is merged into a new list.
 void BlockPoolChecker::follow_tables(const Engine& engine) {
+    const auto& now = engine.scheduler().kv_cache_manager().all_request_blocks();
+    auto at = now.begin();
+    std::size_t kept = 0;
+    for (; kept < tables_.size() && at != now.end() && tables_[kept].request == at->first; ++kept, ++at)
+        follow_table(tables_[kept].blocks, at->second);
+    if (kept == tables_.size() && at == now.end()) return;
     next_tables_.clear();
-    auto last = tables_.begin();
+    auto last = tables_.begin() + static_cast<std::ptrdiff_t>(kept);
     const auto drop_until = [&](const std::string* request) {  // the requests that left
         for (; last != tables_.end() && (request == nullptr || last->request < *request); ++last)
             for (BlockId id : last->blocks) unhold(id, true);
     };
-    for (const auto& [request, blocks] : engine.scheduler().kv_cache_manager().all_request_blocks()) {
-        drop_until(&request);
-        if (last == tables_.end() || last->request != request) {
-            for (BlockId id : blocks) hold(id, true);
-            next_tables_.push_back({request, blocks});
+    for (; at != now.end(); ++at) {
+        drop_until(&at->first);
+        if (last == tables_.end() || last->request != at->first) {
+            for (BlockId id : at->second) hold(id, true);
+            next_tables_.push_back({at->first, at->second});
             continue;
         }
-        std::vector<BlockId>& before = last->blocks;
-        const std::size_t same = static_cast<std::size_t>(
-            std::mismatch(before.begin(), before.end(), blocks.begin(), blocks.end()).first - before.begin());
-        if (same != before.size() || same != blocks.size()) {
-            for (std::size_t i = same; i < before.size(); ++i) unhold(before[i], true);
-            for (std::size_t i = same; i < blocks.size(); ++i) hold(blocks[i], true);
-            before.assign(blocks.begin(), blocks.end());
-        }
+        follow_table(last->blocks, at->second);
         next_tables_.push_back(std::move(*last++));
     }
     drop_until(nullptr);
-    std::swap(tables_, next_tables_);
+    tables_.resize(kept);
+    std::move(next_tables_.begin(), next_tables_.end(), std::back_inserter(tables_));
+}
+
+void BlockPoolChecker::follow_table(std::vector<BlockId>& before, const std::vector<BlockId>& now) {
+    const std::size_t same = static_cast<std::size_t>(
+        std::mismatch(before.begin(), before.end(), now.begin(), now.end()).first - before.begin());
+    if (same == before.size() && same == now.size()) return;
+    for (std::size_t i = same; i < before.size(); ++i) unhold(before[i], true);
+    for (std::size_t i = same; i < now.size(); ++i) hold(now[i], true);
+    before.assign(now.begin(), now.end());
 }
 
 void BlockPoolChecker::hold(BlockId id, bool from_table) {

@@ -24,6 +24,9 @@ public:
     std::string_view name() const override { return "block_pool_checker"; }
     void check(const Engine& engine, std::vector<Violation>& out) const override;
     void check_step(const Engine& engine, std::vector<Violation>& out, bool full_sweep) override;
+    // The steps whose judged blocks looked wrong, so check_step swept: on a run the sweep finds
+    // sound, none (the holder counts are exact; tests/test_incremental_checkers.cpp).
+    std::uint64_t suspicions() const { return suspicions_; }
 
 private:
     // A request's block table as the last step left it.
@@ -39,6 +42,8 @@ private:
     bool count_holders(const Engine& engine);
     // The tables of now against tables_ (both in request-id order); tables_ becomes them.
     void follow_tables(const Engine& engine);
+    // One request's table: what changed from its common prefix with `before` on; `before` becomes `now`.
+    void follow_table(std::vector<BlockId>& before, const std::vector<BlockId>& now);
     // pins_ against last_pins_; last_pins_ becomes pins_.
     void follow_pins();
     // One reference on `id` more or less; a table's null block or any id outside the pool is counted in bad_refs_.
@@ -49,7 +54,7 @@ private:
 
     std::uint32_t num_blocks_ = 0;
     std::vector<HeldTable> tables_;       // by request id, as KVCacheManager::all_request_blocks
-    std::vector<HeldTable> next_tables_;  // scratch: the tables being followed
+    std::vector<HeldTable> next_tables_;  // scratch: the tables after a request came or left
     std::vector<BlockId> pins_;           // the connector's pinned blocks now
     std::vector<BlockId> last_pins_;      // and after the last step
     std::vector<BlockId> fenced_;         // the last step's fenced frees (#45357)
@@ -58,6 +63,7 @@ private:
     std::vector<std::uint32_t> held_at_;  // by block id: its place in held_
     std::vector<BlockId> released_;       // blocks held after the last step that this step let go
     std::size_t bad_refs_ = 0;            // held references the pool cannot judge (see hold)
+    std::uint64_t suspicions_ = 0;
 };
 
 }  // namespace kvsim
