@@ -140,7 +140,7 @@ TEST_CASE("incremental block-pool check: its kept counts are exact on every corp
     for (const auto& file : files) {
         INFO(file.string());
         const Trace trace = parse_trace_file(file.string());
-        Engine engine(trace, require_variant(trace.run.variant.empty() ? "v0.30.0" : trace.run.variant));
+        Engine engine(trace, require_variant(trace.run.variant));  // every corpus trace names one, as kvsim run needs
         BlockPoolChecker incremental;
         for (int step = 0; step < trace.run.max_steps && !(engine.events_exhausted() && engine.quiet()); ++step) {
             try {

@@ -22,22 +22,17 @@ struct BlockHolders {
     std::map<BlockId, int> untouched;
 };
 
-// Visits every reference a holder has on a block, in one order: block-table entries (a null entry goes to
-// `null` with its request instead), connector pins (gathered into `pins`), #45357's fenced frees.
-template <class Hold, class Null>
-void visit_holders(const Engine& engine, std::vector<BlockId>& pins, const Hold& hold, const Null& null) {
-    for (const auto& [req_id, blocks] : engine.scheduler().kv_cache_manager().all_request_blocks())
-        for (BlockId id : blocks) {
-            if (id == kNullBlockId) null(req_id);
-            else hold(id);
-        }
-    pins.clear();
-    if (const KVConnectorScheduler* connector = engine.connector()) connector->append_pinned_blocks(pins);
-    for (BlockId id : pins) hold(id);
+// The references held outside the block tables: connector pins, then #45357's fenced frees.
+void append_pins(const Engine& engine, std::vector<BlockId>& out) {
+    if (const KVConnectorScheduler* connector = engine.connector()) connector->append_pinned_blocks(out);
+}
+void append_fenced_frees(const Engine& engine, std::vector<BlockId>& out) {
     for (const DeferredFree& held : engine.scheduler().deferred_frees())
-        for (BlockId id : held.blocks) hold(id);
+        out.insert(out.end(), held.blocks.begin(), held.blocks.end());
 }
 
+// Every reference a holder has on a block: block-table entries (a null entry is reported instead),
+// connector pins, fenced frees.
 BlockHolders block_holders(const Engine& engine, std::vector<Violation>& out) {
     const BlockPool& pool = engine.scheduler().kv_cache_manager().block_pool();
     BlockHolders holders{.touched = std::vector<int>(pool.num_touched_blocks(), 0), .untouched = {}};
@@ -45,14 +40,21 @@ BlockHolders block_holders(const Engine& engine, std::vector<Violation>& out) {
         if (id < holders.touched.size()) ++holders.touched[id];
         else if (id < pool.num_blocks()) ++holders.untouched[id];
     };
-    const auto null = [&](const std::string& req_id) {
-        out.push_back({.invariant = "null_block_handed_out",
-                       .request = req_id,
-                       .blocks = {kNullBlockId},
-                       .detail = "a full-attention block table holds the null block"});
-    };
-    std::vector<BlockId> pins;
-    visit_holders(engine, pins, hold, null);
+    for (const auto& [req_id, blocks] : engine.scheduler().kv_cache_manager().all_request_blocks())
+        for (BlockId id : blocks) {
+            if (id != kNullBlockId) {
+                hold(id);
+                continue;
+            }
+            out.push_back({.invariant = "null_block_handed_out",
+                           .request = req_id,
+                           .blocks = {kNullBlockId},
+                           .detail = "a full-attention block table holds the null block"});
+        }
+    std::vector<BlockId> elsewhere;
+    append_pins(engine, elsewhere);
+    append_fenced_frees(engine, elsewhere);
+    for (BlockId id : elsewhere) hold(id);
     return holders;
 }
 
@@ -149,11 +151,10 @@ bool BlockPoolChecker::count_holders(const Engine& engine) {
     for (BlockId id : fenced_) unhold(id, false);
     follow_tables(engine);
     pins_.clear();
-    if (const KVConnectorScheduler* connector = engine.connector()) connector->append_pinned_blocks(pins_);
+    append_pins(engine, pins_);
     follow_pins();
     fenced_.clear();
-    for (const DeferredFree& held : engine.scheduler().deferred_frees())
-        fenced_.insert(fenced_.end(), held.blocks.begin(), held.blocks.end());
+    append_fenced_frees(engine, fenced_);
     for (BlockId id : fenced_) hold(id, false);
     return bad_refs_ == 0;
 }
