@@ -1,6 +1,7 @@
 #include "properties/harness/run_trace.h"
 
 #include <algorithm>
+#include <array>
 #include <fmt/format.h>
 #include <stdexcept>
 #include <utility>
@@ -19,7 +20,13 @@ namespace kvsim {
 namespace {
 
 void record_transitions(const Engine& engine, RunResult& result) {
-    for (const StatusTransition& t : engine.scheduler().transitions()) result.lifecycle_edges.insert(transition_key(t));
+    std::array<std::array<bool, kNumLifecycleStates>, kNumLifecycleStates> seen{};  // a key is built once per edge
+    for (const StatusTransition& t : engine.scheduler().transitions()) {
+        const LifecycleState from = from_state(t.from), to = to_state(t.to);
+        bool& once = seen[static_cast<std::size_t>(from)][static_cast<std::size_t>(to)];
+        if (!once) result.lifecycle_edges.insert(transition_key(from, to));
+        once = true;
+    }
 }
 
 // Ends the run on `findings` (non-empty): logs each, and the first decides the verdict.

@@ -73,6 +73,7 @@ void MultiConnectorScheduler::update_state_after_alloc(Request& request, const K
 // MultiConnector.build_connector_meta @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1
 std::shared_ptr<const ConnectorMetadata> MultiConnectorScheduler::build_connector_meta(const SchedulerOutput& output) {
     auto meta = std::make_shared<MultiKVConnectorMetadata>();
+    meta->metadata.reserve(children_.size());
     for (const auto& c : children_) meta->metadata.push_back(c->build_connector_meta(output));
     if (!extra_async_saves_.empty()) {
         meta->extra_async_saves = std::move(extra_async_saves_);
@@ -140,8 +141,10 @@ KVConnectorOutput MultiConnectorWorker::get_finished(int step, const std::set<st
     KVConnectorOutput out;
     for (const auto& c : children_) {
         KVConnectorOutput child = c->get_finished(step, finished_req_ids);
-        out.finished_recving.insert(child.finished_recving.begin(), child.finished_recving.end());
-        out.invalid_block_ids.insert(child.invalid_block_ids.begin(), child.invalid_block_ids.end());
+        // merge() moves the child's nodes over; what it leaves is already in `out`.
+        out.finished_recving.merge(child.finished_recving);
+        out.invalid_block_ids.merge(child.invalid_block_ids);
+        out.completed_store_jobs.merge(child.completed_store_jobs);
         for (const auto& [job, n] : child.completed_store_jobs) out.completed_store_jobs[job] += n;
         for (const auto& id : child.finished_sending) {
             auto it = extra_async_saves_.find(id);

@@ -12,11 +12,17 @@ template <class T>
 std::string schema_line(const LineSchema<T>& schema, const T& object) {
     std::string out(schema.keyword);
     for (const Row<T>& row : schema.rows)
-        if (row.spec.positional) out += fmt::format(" {}", format_value(row.spec, row.get(object)));
+        if (row.spec.positional) {
+            out += ' ';
+            append_value(out, row.spec, row.get(object));
+        }
     for (const Row<T>& row : schema.rows) {
         if (row.spec.positional || !row_applies(schema, row, object) || (row.present && !row.present(object)))
             continue;
-        out += fmt::format(" {}={}", row.spec.name, format_value(row.spec, row.get(object)));
+        out += ' ';
+        out += row.spec.name;
+        out += '=';
+        append_value(out, row.spec, row.get(object));
     }
     return out;
 }
@@ -50,7 +56,9 @@ std::string format_line(const Event& event) {
             return schema_line(reset_prefix_cache_schema(), e);
         }
     };
-    return fmt::format("@{} {}", event.step, std::visit(Body{}, event.body));
+    std::string out = '@' + std::to_string(event.step) + ' ';
+    out += std::visit(Body{}, event.body);
+    return out;
 }
 
 std::string format_line(const StepCheck& check) { return fmt::format("@{} {}", check.step, format_check(check.body)); }

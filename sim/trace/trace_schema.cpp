@@ -5,8 +5,10 @@
 
 #include "sim/variant/variant.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
+#include <iterator>
 #include <limits>
 #include <utility>
 
@@ -635,20 +637,33 @@ std::optional<std::string> check_value(const KeySpec& spec, const Value& value) 
     return std::string("unknown value type");
 }
 
-std::string format_value(const KeySpec& spec, const Value& value) {
+// Appends in place (no temporary string per value): the fuzz mutator prints every trace it makes.
+void append_value(std::string& out, const KeySpec& spec, const Value& value) {
+    auto to = std::back_inserter(out);
     switch (spec.type) {
         case VT::integer:
-            if (const auto* i = std::get_if<std::int64_t>(&value)) return fmt::format("{}", *i);
-            return fmt::format("{}", as_u64(value));
-        case VT::boolean: return std::get<bool>(value) ? "on" : "off";
+            if (const auto* i = std::get_if<std::int64_t>(&value)) fmt::format_to(to, FMT_COMPILE("{}"), *i);
+            else fmt::format_to(to, FMT_COMPILE("{}"), as_u64(value));
+            return;
+        case VT::boolean: out += std::get<bool>(value) ? "on" : "off"; return;
         case VT::choice:
         case VT::identifier:
         case VT::variant:
-        case VT::text: return std::get<std::string>(value);
-        case VT::token_list: return fmt::format("{}", fmt::join(std::get<std::vector<std::int32_t>>(value), ","));
-        case VT::name_list: return fmt::format("{}", fmt::join(std::get<std::vector<std::string>>(value), "+"));
+        case VT::text: out += std::get<std::string>(value); return;
+        case VT::token_list:
+            fmt::format_to(to, FMT_COMPILE("{}"), fmt::join(std::get<std::vector<std::int32_t>>(value), ","));
+            return;
+        case VT::name_list:
+            fmt::format_to(to, FMT_COMPILE("{}"), fmt::join(std::get<std::vector<std::string>>(value), "+"));
+            return;
     }
-    return "?";
+    out += '?';
+}
+
+std::string format_value(const KeySpec& spec, const Value& value) {
+    std::string out;
+    append_value(out, spec, value);
+    return out;
 }
 
 std::string quote(std::string_view text) {

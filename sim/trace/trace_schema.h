@@ -113,6 +113,7 @@ std::optional<Value> parse_value(const KeySpec& spec, std::string_view text, std
 std::optional<std::string> check_value(const KeySpec& spec, const Value& value);
 // Canonical text of a value, as the printer writes it.
 std::string format_value(const KeySpec& spec, const Value& value);
+void append_value(std::string& out, const KeySpec& spec, const Value& value);  // format_value's text, appended
 
 // A quoted, escaped, truncated copy of untrusted text for an error message: 'ab\x00c...'.
 std::string quote(std::string_view text);
