@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sim/common/prng.h"
@@ -21,20 +21,35 @@ auto& pick(Prng& rng, C& container) {
 
 inline int cdiv(std::int64_t a, std::int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
-// Segment name -> token count (lookups only, never iterated).
-inline std::unordered_map<std::string, std::int64_t> segment_lengths(const Trace& t) {
-    std::unordered_map<std::string, std::int64_t> out;
-    for (const Segment& s : t.segments) out.emplace(s.name, static_cast<std::int64_t>(s.tokens.size()));
-    return out;
-}
-
-inline std::int64_t sequence_length(const std::unordered_map<std::string, std::int64_t>& lengths,
-                                    const std::vector<std::string>& names) {
-    std::int64_t n = 0;
-    for (const std::string& name : names) {
-        const auto it = lengths.find(name);
-        if (it != lengths.end()) n += it->second;
+// Segment name -> token count, the first segment of a name deciding. One sorted list of views into
+// the trace's segments (valid until they are added to, removed or renamed), not a node and a copied
+// name per segment: the mutator builds it several times for every trace it makes.
+class SegmentLengths {
+public:
+    explicit SegmentLengths(const Trace& t) {
+        entries_.reserve(t.segments.size());
+        for (const Segment& s : t.segments) entries_.emplace_back(s.name, static_cast<std::int64_t>(s.tokens.size()));
+        std::stable_sort(entries_.begin(), entries_.end(),
+                         [](const Entry& a, const Entry& b) { return a.first < b.first; });
     }
+    const std::int64_t* find(std::string_view name) const {
+        const auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
+                                         [](const Entry& e, std::string_view n) { return e.first < n; });
+        return it != entries_.end() && it->first == name ? &it->second : nullptr;
+    }
+    bool contains(std::string_view name) const { return find(name) != nullptr; }
+
+private:
+    using Entry = std::pair<std::string_view, std::int64_t>;
+    std::vector<Entry> entries_;
+};
+
+inline SegmentLengths segment_lengths(const Trace& t) { return SegmentLengths(t); }
+
+inline std::int64_t sequence_length(const SegmentLengths& lengths, const std::vector<std::string>& names) {
+    std::int64_t n = 0;
+    for (const std::string& name : names)
+        if (const std::int64_t* length = lengths.find(name)) n += *length;
     return n;
 }
 

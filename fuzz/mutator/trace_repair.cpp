@@ -120,7 +120,7 @@ void normalize_segments(Trace& t) {
 
 // Known segment names only, at most `max_items`, total length at most `max_len` (trailing
 // segments dropped; a single segment is at most kMaxSegmentLen < kMaxModelLen - 1).
-void fit_sequence(std::vector<std::string>& names, const std::unordered_map<std::string, std::int64_t>& lengths,
+void fit_sequence(std::vector<std::string>& names, const detail::SegmentLengths& lengths,
                   std::size_t max_items, std::int64_t max_len) {
     std::erase_if(names, [&](const std::string& n) { return !lengths.contains(n); });
     if (names.size() > max_items) names.resize(max_items);
