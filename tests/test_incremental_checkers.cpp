@@ -3,8 +3,8 @@
 // the sweep's report; a fault in a block nobody holds waits for the next full sweep, which finds it.
 #include <catch2/catch.hpp>
 
-#include <algorithm>
-#include <filesystem>
+#include "corpus_traces.h"
+
 #include <string>
 #include <vector>
 
@@ -131,15 +131,12 @@ TEST_CASE("incremental block-pool check: counts kept across steps judge a pinned
 // Every corpus trace under its own variant, step by step: wherever the full sweep finds the pool
 // sound, the step check did not suspect it, so its holder counts, kept from step to step, were exact.
 TEST_CASE("incremental block-pool check: its kept counts are exact on every corpus trace", "[checkers][incremental]") {
-    std::vector<std::filesystem::path> files;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(KVSIM_SOURCE_DIR) + "/corpus"))
-        if (e.path().extension() == ".trace") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
+    const std::vector<std::string> files = testing::corpus_trace_paths();
     REQUIRE(files.size() >= 20);
     std::size_t steps_judged = 0;
     for (const auto& file : files) {
-        INFO(file.string());
-        const Trace trace = parse_trace_file(file.string());
+        INFO(file);
+        const Trace trace = parse_trace_file(file);
         Engine engine(trace, require_variant(trace.run.variant));  // every corpus trace names one, as kvsim run needs
         BlockPoolChecker incremental;
         for (int step = 0; step < trace.run.max_steps && !(engine.events_exhausted() && engine.quiet()); ++step) {

@@ -1,7 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include "corpus_traces.h"
+
 #include <algorithm>
-#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -19,13 +20,7 @@ using S = LifecycleState;
 
 namespace {
 
-std::vector<std::string> corpus_traces() {
-    std::vector<std::string> out;
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(KVSIM_SOURCE_DIR) + "/corpus"))
-        if (entry.is_regular_file() && entry.path().extension() == ".trace") out.push_back(entry.path().string());
-    std::sort(out.begin(), out.end());
-    return out;
-}
+using kvsim::testing::corpus_trace_paths;
 
 }  // namespace
 
@@ -147,7 +142,7 @@ TEST_CASE("a run records its lifecycle transitions", "[lifecycle]") {
 }
 
 TEST_CASE("every corpus trace makes only lifecycle edges under each variant it expects", "[lifecycle]") {
-    const auto traces = corpus_traces();
+    const auto traces = corpus_trace_paths();
     REQUIRE(traces.size() >= 10);
     std::set<std::string> covered;
     int runs = 0;

@@ -4,8 +4,8 @@
 // a failing search run keeps its events.
 #include <catch2/catch.hpp>
 
-#include <algorithm>
-#include <filesystem>
+#include "corpus_traces.h"
+
 #include <string>
 #include <vector>
 
@@ -22,12 +22,8 @@ struct CorpusTrace {
 };
 
 std::vector<CorpusTrace> corpus_traces() {
-    std::vector<std::string> paths;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(KVSIM_SOURCE_DIR) + "/corpus"))
-        if (e.path().extension() == ".trace") paths.push_back(e.path().string());
-    std::sort(paths.begin(), paths.end());
     std::vector<CorpusTrace> traces;
-    for (const std::string& path : paths) traces.push_back({path, parse_trace_file(path)});
+    for (const std::string& path : testing::corpus_trace_paths()) traces.push_back({path, parse_trace_file(path)});
     return traces;
 }
 

@@ -2,29 +2,21 @@
 // trace under corpus/ and for randomly built in-memory traces.
 #include <catch2/catch.hpp>
 
+#include "corpus_traces.h"
+
 #include "sim/common/prng.h"
 #include "sim/trace/trace_parser.h"
 #include "sim/trace/trace_printer.h"
 #include "sim/trace/trace_schema.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 namespace kvsim {
 namespace {
 
-std::vector<std::string> corpus_traces() {
-    namespace fs = std::filesystem;
-    std::vector<std::string> out;
-    const fs::path root = fs::path(KVSIM_SOURCE_DIR) / "corpus";
-    if (!fs::exists(root)) return out;
-    for (const auto& entry : fs::recursive_directory_iterator(root))
-        if (entry.is_regular_file() && entry.path().extension() == ".trace") out.push_back(entry.path().string());
-    std::sort(out.begin(), out.end());  // directory order is not deterministic
-    return out;
-}
+using testing::corpus_trace_paths;
 
 // printed_size_bound is an upper bound of every line the validator skips formatting for.
 void check_size_bounds(const Trace& t) {
@@ -43,7 +35,7 @@ void check_round_trip(const Trace& t) {
 }
 
 TEST_CASE("round trip: every corpus trace", "[trace][roundtrip][corpus]") {
-    const auto files = corpus_traces();
+    const auto files = corpus_trace_paths();
     REQUIRE(files.size() >= 3);  // at least corpus/examples/0[123]_*.trace
     for (const std::string& file : files) {
         INFO(file);

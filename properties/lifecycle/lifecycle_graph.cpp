@@ -75,10 +75,6 @@ std::string transition_key(LifecycleState from, LifecycleState to) {
     return key;
 }
 
-std::string transition_key(const StatusTransition& transition) {
-    return transition_key(from_state(transition.from), to_state(transition.to));
-}
-
 const LifecycleGraph& LifecycleGraph::upstream() {
     static const LifecycleGraph graph;
     return graph;

@@ -45,7 +45,6 @@ LifecycleState to_state(const std::optional<RequestStatus>& to);
 
 // "WAITING->RUNNING": the key of a transition (coverage sets, reports, JSON).
 std::string transition_key(LifecycleState from, LifecycleState to);
-std::string transition_key(const StatusTransition& transition);
 
 // Vertex and edge bundles of the Boost graph.
 struct LifecycleVertex {
