@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <map>
 
-#include "sim/common/ordered_map.h"
 #include "sim/engine/engine.h"
 
 namespace kvsim {
@@ -13,15 +12,16 @@ namespace {
 
 // Every queue entry names a live request with a status that queue allows; every live request
 // sits in exactly one queue, a finished one in none; computed tokens have their tokens and blocks.
-// `placements` is scratch (cleared here): the queues a request id sits in, counted; looked up, never iterated.
-void check_queues(const Engine& engine, std::vector<Violation>& out, OrderedMap<int>& placements) {
+// `placed` is scratch (cleared here): the request of each queue entry, once per entry, sorted to count a
+// request's entries; searched, never iterated, so the pointers' order reaches no output.
+void check_queues(const Engine& engine, std::vector<Violation>& out, std::vector<const Request*>& placed) {
     const Scheduler& sched = engine.scheduler();
     const KVCacheManager& kvm = sched.kv_cache_manager();
-    placements.clear();
+    placed.clear();
     auto place = [&](const auto& ids, std::string_view where, auto status_ok) {
         for (const auto& id : ids) {
-            ++placements[id];
             const auto* slot = sched.requests().find(id);
+            if (slot != nullptr) placed.push_back(slot->get());
             if (slot == nullptr) {
                 out.push_back({.invariant = "queued_request_gone",
                               .request = id,
@@ -43,9 +43,10 @@ void check_queues(const Engine& engine, std::vector<Violation>& out, OrderedMap<
     place(sched.waiting(), "waiting", waiting_ok);
     place(sched.skipped_waiting(), "skipped_waiting", waiting_ok);
 
+    std::sort(placed.begin(), placed.end(), std::less<>{});
     for (const auto& [id, req] : sched.requests()) {
-        const int* placed = placements.find(id);
-        const int count = placed == nullptr ? 0 : *placed;
+        const auto [first, last] = std::equal_range(placed.begin(), placed.end(), req.get(), std::less<>{});
+        const auto count = last - first;
         if (is_finished(req->status)) {
             if (count != 0) out.push_back({.invariant = "finished_request_queued",
                                           .request = id,
@@ -91,29 +92,30 @@ void report_shared_unhashed(const BlockPool& pool, BlockId block, const std::str
                       .detail = fmt::format("block {} is in {} tables but is not a prefix-cache block", block, owners)});
 }
 
-// A block table whose request is gone (a leak); true when it reported one.
-bool report_dead_table(const Scheduler& sched, const std::string& id, const std::vector<BlockId>& blocks,
-                       std::vector<Violation>& out) {
-    if (sched.requests().contains(id)) return false;
+// The request of a block table; null, reported as a leak, when the request is gone.
+const Request* table_owner(const Scheduler& sched, const std::string& id, const std::vector<BlockId>& blocks,
+                           std::vector<Violation>& out) {
+    if (const auto* slot = sched.requests().find(id)) return slot->get();
     out.push_back({.invariant = "blocks_of_dead_request",
                    .request = id,
                    .blocks = blocks,
                    .detail = "a block table outlived its request (leak)"});
-    return true;
+    return nullptr;
 }
 
 }  // namespace
 
 void RequestStateChecker::check(const Engine& engine, std::vector<Violation>& out) const {
-    OrderedMap<int> placements;
-    check_queues(engine, out, placements);
+    std::vector<const Request*> placed;
+    check_queues(engine, out, placed);
     const Scheduler& sched = engine.scheduler();
     const BlockPool& pool = sched.kv_cache_manager().block_pool();
     std::map<BlockId, std::vector<std::string>> owners;
     std::map<BlockId, std::size_t> live_owners;
     for (const auto& [id, blocks] : sched.kv_cache_manager().all_request_blocks()) {
-        if (report_dead_table(sched, id, blocks, out)) continue;
-        const bool live = !is_finished((*sched.requests().find(id))->status);
+        const Request* owner = table_owner(sched, id, blocks, out);
+        if (owner == nullptr) continue;
+        const bool live = !is_finished(owner->status);
         for (BlockId b : blocks) {
             owners[b].push_back(id);
             if (live) ++live_owners[b];
@@ -138,14 +140,15 @@ void RequestStateChecker::grow_block_tables(BlockId block) {
 }
 
 void RequestStateChecker::check_step(const Engine& engine, std::vector<Violation>& out, bool /*full_sweep*/) {
-    check_queues(engine, out, placements_);
+    check_queues(engine, out, placed_);
     const Scheduler& sched = engine.scheduler();
     const BlockPool& pool = sched.kv_cache_manager().block_pool();
     owned_.clear();
     shared_.clear();
     for (const auto& [id, blocks] : sched.kv_cache_manager().all_request_blocks()) {
-        if (report_dead_table(sched, id, blocks, out)) continue;
-        const bool live = !is_finished((*sched.requests().find(id))->status);
+        const Request* owner = table_owner(sched, id, blocks, out);
+        if (owner == nullptr) continue;
+        const bool live = !is_finished(owner->status);
         for (BlockId b : blocks) {
             const bool free = pool.free_queue().contains(b);  // first: it rejects a block outside the pool
             if (b >= owner_count_.size()) grow_block_tables(b);

@@ -4,9 +4,10 @@
 #include <vector>
 
 #include "properties/checkers/checker.h"
-#include "sim/common/ordered_map.h"
 
 namespace kvsim {
+
+class Request;
 
 // Every live request sits in exactly the queue its status says; finished requests
 // sit in none and hold blocks only while a delayed free is pending; block tables
@@ -30,7 +31,7 @@ private:
     std::vector<const std::string*> first_owner_;  // by block id: the first request (by id) holding it
     std::vector<BlockId> owned_;                   // distinct blocks held now
     std::vector<BlockId> shared_;                  // blocks held by two requests or more
-    OrderedMap<int> placements_;                   // check_queues' scratch, kept so a step allocates nothing
+    std::vector<const Request*> placed_;           // check_queues' scratch, kept so a step allocates nothing
 };
 
 }  // namespace kvsim
