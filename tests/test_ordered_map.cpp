@@ -120,6 +120,24 @@ TEST_CASE("clear keeps the index usable: keys inserted after it are found, the o
     CHECK(map.find("a7") == nullptr);
 }
 
+TEST_CASE("clear of a few entries in a large index empties exactly their cells", "[ordered_map]") {
+    OrderedMap<int> map;
+    map.reserve(4096);  // the index of a peak step; the entries below probe into each other's runs
+    for (int round = 0; round < 3; ++round) {
+        for (int i = 0; i < 60; ++i) map["r" + std::to_string(round) + "k" + std::to_string(i)] = i;
+        for (int i = 0; i < 60; i += 4) map.erase("r" + std::to_string(round) + "k" + std::to_string(i));
+        REQUIRE(map.size() == 45);
+        map.clear();
+        CHECK(map.empty());
+        CHECK(map.begin() == map.end());
+        for (int i = 0; i < 60; ++i) CHECK_FALSE(map.contains("r" + std::to_string(round) + "k" + std::to_string(i)));
+    }
+    for (int i = 0; i < 3000; ++i) map["n" + std::to_string(i)] = i;  // a full refill finds no stale cell
+    CHECK(map.size() == 3000);
+    for (int i = 0; i < 3000; ++i) REQUIRE(map.at("n" + std::to_string(i)) == i);
+    CHECK_FALSE(map.contains("r2k1"));
+}
+
 TEST_CASE("reserve keeps every entry findable and in order, with holes and after growing past it", "[ordered_map]") {
     OrderedMap<int> map;
     Pairs expected;

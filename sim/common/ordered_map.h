@@ -114,9 +114,16 @@ public:
         while (n * 2 > cells) cells *= 2;
         if (cells != cells_.size()) rehash(cells);
     }
+    // Keeps the index's capacity. A map refilled every step, once grown to its peak, holds few entries in a
+    // large index: then only the entries' own cells are emptied, not the whole index.
     void clear() {
+        if (size_ * 16 < cells_.size()) {
+            for (std::size_t slot = 0; slot < slots_.size(); ++slot)
+                if (slots_[slot].has_value()) cells_[cell_of_slot(slot)] = 0;
+        } else {
+            cells_.assign(cells_.size(), 0);
+        }
         slots_.clear();
-        cells_.assign(cells_.size(), 0);
         size_ = 0;
         holes_ = 0;
     }
@@ -178,6 +185,13 @@ private:
             if (cell == 0) return kNone;
             if (hash_in(cell) == hash && same_key(slots_[slot_of(cell)]->first, key)) return at;
         }
+    }
+    // The cell of a live slot. Walks on past empty cells, so it stays right while clear() empties the
+    // cells of the entries before it.
+    std::size_t cell_of_slot(std::size_t slot) const {
+        std::size_t at = hash_of(slots_[slot]->first) & mask();
+        while (cells_[at] == 0 || slot_of(cells_[at]) != slot) at = (at + 1) & mask();
+        return at;
     }
     void place(std::uint32_t hash, std::size_t slot) {
         std::size_t at = hash & mask();

@@ -66,4 +66,25 @@ struct SchedulerOutput {
     std::int64_t sched_seq = 0;
 };
 
+// Empties a processed output for the next schedule() call: every field as a new output has it, while
+// its lists and maps keep the storage they allocated (a step then allocates none for them).
+inline void clear_for_reuse(SchedulerOutput& out) {
+    out.step = 0;
+    out.scheduled_new_reqs.clear();
+    CachedRequestData& cached = out.scheduled_cached_reqs;
+    cached.req_ids.clear();
+    cached.resumed_req_ids.clear();
+    cached.new_block_ids.clear();
+    cached.num_computed_tokens.clear();
+    cached.num_output_tokens.clear();
+    out.num_scheduled_tokens.clear();
+    out.total_num_scheduled_tokens = 0;
+    out.finished_req_ids.clear();
+    out.preempted_req_ids.clear();
+    out.kv_connector_block_state.reset();
+    out.kv_connector_metadata.reset();
+    out.num_output_placeholders.clear();
+    out.sched_seq = 0;
+}
+
 }  // namespace kvsim

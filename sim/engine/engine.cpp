@@ -2,6 +2,7 @@
 
 #include <span>
 
+#include "sim/common/model_check.h"
 #include "sim/common/stable_hash.h"
 #include "sim/core/sched/async_scheduler.h"
 #include "sim/trace/scheduling_mode.h"
@@ -11,6 +12,7 @@ namespace kvsim {
 namespace {
 // EngineCore.__init__: batch_queue_size = max_concurrent_batches, 2 under async scheduling.
 constexpr std::size_t kBatchQueueSize = 2;
+constexpr ModelCheck model_check{.component = "engine model"};
 }  // namespace
 
 TokenId sampled_token(const std::string& request_id, int position) {
@@ -19,7 +21,12 @@ TokenId sampled_token(const std::string& request_id, int position) {
 }
 
 Engine::Engine(const Trace& trace, const Variant& variant)
-    : trace_(trace), segments_(trace), variant_(variant), prng_(trace.run.seed), scripted_(trace) {
+    : trace_(trace),
+      segments_(trace),
+      variant_(variant),
+      prng_(trace.run.seed),
+      scripted_(trace),
+      batch_queue_(kBatchQueueSize) {
     variant_.reads = &reads_;
     env_.config = trace.workers;
     env_.prng = &prng_;
@@ -157,7 +164,9 @@ void Engine::add_scripted_reports(int step, KVConnectorOutput& kv) {
 // vllm/v1/worker/gpu_model_runner.py GPUModelRunner.execute_model: one sampled token per
 // request whose prompt is complete after this step; partial prefills sample nothing.
 ModelRunnerOutput Engine::execute_model(int step, const SchedulerOutput& output) {
-    ModelRunnerOutput result;
+    ModelRunnerOutput result = std::move(spare_runner_output_);
+    result.sampled_token_ids.clear();
+    result.kv_connector_output.reset();
     result.sampled_token_ids.reserve(output.num_scheduled_tokens.size());
     report_forward_writes(output);
     for (const auto& [id, n] : output.num_scheduled_tokens) {
@@ -211,12 +220,19 @@ void Engine::run_step(int step) {
 
 // vllm/v1/engine/core.py EngineCore.step @ ac3cb2e2eca80290181abb9365d572af6d287473
 void Engine::step_sync(int step) {
-    const SchedulerOutput output = scheduler_->schedule(step);
+    SchedulerOutput output = scheduler_->schedule(step);
     last_connector_metadata_ = output.kv_connector_metadata;
     if (schedule_probe_) schedule_probe_(output);
-    const ModelRunnerOutput runner_output = execute_model(step, output);
+    ModelRunnerOutput runner_output = execute_model(step, output);
     if (env_.observer != nullptr) env_.observer->forward_completed(output.sched_seq);
     scheduler_->update_from_output(output, runner_output);
+    recycle(std::move(output), std::move(runner_output));
+}
+
+// The processed outputs go back to be filled again (Scheduler::recycle), so a step reuses their storage.
+void Engine::recycle(SchedulerOutput&& output, ModelRunnerOutput&& runner_output) {
+    scheduler_->recycle(std::move(output));
+    spare_runner_output_ = std::move(runner_output);
 }
 
 // vllm/v1/engine/core.py EngineCore.step_with_batch_queue @ ac3cb2e2eca80290181abb9365d572af6d287473: schedule
@@ -234,16 +250,18 @@ void Engine::step_with_batch_queue(int step) {
         if (schedule_probe_) schedule_probe_(output);
         const bool model_executed = output.total_num_scheduled_tokens > 0;
         ModelRunnerOutput runner_output = execute_model(step, output);
+        model_check(!batch_queue_.full(), "a batch dispatched while the batch queue is full");
         batch_queue_.push_front({std::move(output), std::move(runner_output)});
         if (model_executed && batch_queue_.size() < kBatchQueueSize) return;
     } else if (batch_queue_.empty()) {
         return;
     }
-    const InFlightBatch oldest = std::move(batch_queue_.back());
+    InFlightBatch oldest = std::move(batch_queue_.back());
     batch_queue_.pop_back();
     log_.event(EventCategory::schedule, "process output of step {of}").integer("of", oldest.output.step);
     if (env_.observer != nullptr) env_.observer->forward_completed(oldest.output.sched_seq);
     scheduler_->update_from_output(oldest.output, oldest.runner_output);
+    recycle(std::move(oldest.output), std::move(oldest.runner_output));
 }
 
 bool Engine::connector_busy() const {

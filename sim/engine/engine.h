@@ -5,9 +5,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <deque>
 #include <memory>
 #include <vector>
+
+#include <boost/circular_buffer.hpp>
 
 #include "sim/common/prng.h"
 #include "sim/engine/connector_factory.h"
@@ -82,6 +83,7 @@ private:
     void apply_arrive(int step, const ArriveEvent& arrive);
     void apply_reset_prefix_cache();
     ModelRunnerOutput execute_model(int step, const SchedulerOutput& output);
+    void recycle(SchedulerOutput&& output, ModelRunnerOutput&& runner_output);
     void sample_stops(ModelRunnerOutput& result);
     void add_scripted_reports(int step, KVConnectorOutput& kv);
     void seed_store();
@@ -99,11 +101,14 @@ private:
     ConnectorStack connectors_;
     std::unique_ptr<Scheduler> scheduler_;
     bool async_scheduling_ = false;
-    std::deque<InFlightBatch> batch_queue_;  // newest at the front, as upstream's appendleft/pop
+    // newest at the front, as upstream's appendleft/pop; a fixed ring (batch_queue_size entries), so a step
+    // allocates no queue node
+    boost::circular_buffer<InFlightBatch> batch_queue_;
     std::size_t next_event_ = 0;
     int last_step_ = -1;
     std::vector<std::string> stops_;  // requests that sample EOS in this step's output
     std::vector<BlockId> forward_written_;  // report_forward_writes' buffer, kept for its capacity
+    ModelRunnerOutput spare_runner_output_;  // the last processed one, filled again by execute_model
     std::shared_ptr<const ConnectorMetadata> last_connector_metadata_;
     std::function<void(const SchedulerOutput&)> schedule_probe_;
 };

@@ -113,7 +113,8 @@ SchedulerOutput Scheduler::schedule(int step) {
     model_check(st.token_budget >= 0, "negative token budget");
     model_check(static_cast<int>(running_.size()) <= config_.max_running, "running exceeds max_running");
 
-    SchedulerOutput out;
+    SchedulerOutput out = std::move(spare_output_);
+    clear_for_reuse(out);
     out.step = step;
     out.sched_seq = ++sched_step_seq_;
     out.total_num_scheduled_tokens = total;
@@ -124,6 +125,7 @@ SchedulerOutput Scheduler::schedule(int step) {
         if (out.kv_connector_metadata && log_.keeps(EventCategory::meta))
             for (LogEvent& event : out.kv_connector_metadata->log_events()) log_.append(std::move(event));
     }
+    if (out.kv_connector_block_state) spare_block_state_ = std::move(*out.kv_connector_block_state);
     out.kv_connector_block_state.reset();  // workers never see it
     update_after_schedule(out);
     return out;
@@ -550,7 +552,7 @@ void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
         cached.num_output_tokens.push_back(req.num_output_tokens());
     }
 
-    out.num_scheduled_tokens = std::move(st.num_scheduled_tokens);  // st is done with it
+    std::swap(out.num_scheduled_tokens, st.num_scheduled_tokens);  // st is done with it; keeps out's (empty) map
     for (const auto& [id, n] : out.num_scheduled_tokens)
         if (const int placeholders = request(id).num_output_placeholders; placeholders > 0)
             out.num_output_placeholders[id] = placeholders;
@@ -577,9 +579,11 @@ void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
 }
 
 // KVConnectorBlockState (vllm-project/vllm#51358 eager rule; vllm-project/vllm#54853 every scheduled request)
-void Scheduler::snapshot_block_state(SchedulerOutput& out) const {
+void Scheduler::snapshot_block_state(SchedulerOutput& out) {
     if (connector_ == nullptr || variant_.flag<&Variant::snapshot_rule>() == SnapshotRule::none) return;
-    KVConnectorBlockState state;
+    KVConnectorBlockState state = std::move(spare_block_state_);
+    state.block_ids.clear();
+    state.storage.reset();
     state.block_ids.reserve(out.num_scheduled_tokens.size());
     auto snapshot = [&](const std::string& id) { state.block_ids[id] = &kv_cache_manager_.get_block_ids(id); };
     if (variant_.flag<&Variant::snapshot_rule>() == SnapshotRule::eager) {

@@ -61,6 +61,8 @@ public:
     SchedulerOutput schedule(int step);
     // Scheduler.update_from_output @ 003df2961dd8830c317a61f9745ccd557da9fa06
     void update_from_output(const SchedulerOutput& output, const ModelRunnerOutput& runner_output);
+    // The engine hands back an output it has processed; the next schedule() fills it again (clear_for_reuse).
+    void recycle(SchedulerOutput&& processed) { spare_output_ = std::move(processed); }
 
     // Scheduler.reset_prefix_cache @ 003df2961dd8830c317a61f9745ccd557da9fa06: false while blocks are in use.
     bool reset_prefix_cache();
@@ -136,7 +138,7 @@ private:
     void build_output(StepState& st, SchedulerOutput& out);
     // The connector's view of the block tables build_output scheduled (none without a connector,
     // or before #51358): views into kv_cache_manager_, dropped before schedule() returns.
-    void snapshot_block_state(SchedulerOutput& out) const;
+    void snapshot_block_state(SchedulerOutput& out);
     int num_new_running_tokens(const Request& request, int token_budget) const;
     void process_sampled_tokens(const SchedulerOutput& out, const ModelRunnerOutput& runner_output,
                                 const std::set<std::string>& failed_sync);
@@ -192,6 +194,8 @@ private:
     std::deque<DeferredFree> deferred_frees_;
     // schedule()'s working state, cleared at each call: its lists keep their capacity across steps
     std::unique_ptr<StepState> step_state_;
+    SchedulerOutput spare_output_;             // recycle()'s, filled again by the next schedule()
+    KVConnectorBlockState spare_block_state_;  // the last snapshot's map, kept for its capacity
 };
 
 }  // namespace kvsim
