@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <span>
 #include <stdexcept>
 #include <utility>
 
@@ -13,6 +14,18 @@ namespace {
 constexpr ModelCheck require{.component = "Request"};
 
 constexpr std::uint64_t token_word(TokenId t) { return static_cast<std::uint32_t>(t); }
+
+// Tokens [start, start + n) of prompt followed by output: a view into whichever holds them all, or,
+// for a block that straddles the two, a copy in `straddling`.
+std::span<const TokenId> block_tokens(const std::vector<TokenId>& prompt, const std::vector<TokenId>& output,
+                                      std::size_t start, std::size_t n, std::vector<TokenId>& straddling) {
+    if (start + n <= prompt.size()) return {prompt.data() + start, n};
+    if (start >= prompt.size()) return {output.data() + (start - prompt.size()), n};
+    straddling.assign(prompt.begin() + static_cast<std::ptrdiff_t>(start), prompt.end());
+    straddling.insert(straddling.end(), output.begin(),
+                      output.begin() + static_cast<std::ptrdiff_t>(start + n - prompt.size()));
+    return straddling;
+}
 
 }  // namespace
 
@@ -75,14 +88,10 @@ void Request::extend_block_hashes() {
     require(block_hashes_.size() * bs <= total, "{}: {} hashed blocks cover more than {} tokens", id_,
                                                             block_hashes_.size(), total);
     if (block_hashes_.size() * bs + bs > total) return;
-    std::vector<TokenId> block(bs);  // one block's tokens: prompt and output are not one array
+    std::vector<TokenId> straddling;  // the tokens of the one block that starts in the prompt and ends in the output
     for (std::size_t start = block_hashes_.size() * bs; start + bs <= total; start += bs) {
-        for (std::size_t i = 0; i < bs; ++i) {
-            const std::size_t p = start + i;
-            block[i] = p < prompt_.size() ? prompt_[p] : output_[p - prompt_.size()];
-        }
         const BlockHash parent = block_hashes_.empty() ? kNoneHash : block_hashes_.back();
-        block_hashes_.push_back(hash_block_tokens(parent, block));
+        block_hashes_.push_back(hash_block_tokens(parent, block_tokens(prompt_, output_, start, bs, straddling)));
     }
 }
 

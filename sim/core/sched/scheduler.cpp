@@ -309,7 +309,9 @@ int Scheduler::inflight_prefill_reserved_blocks() const {
 KVCacheBlocks Scheduler::blocks_of(const std::string& req_id) const {
     KVCacheBlocks blocks = KVCacheBlocks::empty(1);
     const auto& pool = kv_cache_manager_.block_pool();
-    for (BlockId id : kv_cache_manager_.get_block_ids(req_id)) {
+    const std::vector<BlockId>& ids = kv_cache_manager_.get_block_ids(req_id);
+    blocks.block_ids[0].reserve(ids.size());
+    for (BlockId id : ids) {
         blocks.block_ids[0].push_back(id);
         if (!pool.block(id).hash) blocks.unhashed_block_ids[0].push_back(id);
     }
