@@ -9,7 +9,7 @@
 
 using namespace kvsim;
 using Ids = std::vector<BlockId>;
-using Holders = std::map<BlockHash, std::vector<BlockId>>;
+using Holders = CachedBlocks;
 
 namespace {
 

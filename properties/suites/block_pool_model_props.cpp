@@ -180,7 +180,9 @@ void check_equal(const Model& m, const Sut& s) {
         RC_ASSERT(blk.ref_cnt == m.ref[static_cast<std::size_t>(b)]);
         RC_ASSERT(blk.hash == m.hash[static_cast<std::size_t>(b)]);
     }
-    RC_ASSERT(pool.cached_blocks() == m.prefix);
+    std::map<BlockHash, std::vector<BlockId>> cached;  // the pool's prefix map in the model's terms
+    for (const auto& [hash, holders] : pool.cached_blocks()) cached[hash].assign(holders.begin(), holders.end());
+    RC_ASSERT(cached == m.prefix);
     for (const auto& [id, r] : m.reqs) RC_ASSERT(s.kvm.get_block_ids(id) == r.blocks);
     for (const auto& [id, blocks] : s.kvm.all_request_blocks()) RC_ASSERT(m.reqs.contains(id) || blocks.empty());
 }

@@ -5,6 +5,8 @@
 #include <optional>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "sim/core/free_block_queue.h"
 #include "sim/core/request.h"
 #include "sim/variant/variant.h"
@@ -12,6 +14,11 @@
 namespace kvsim {
 
 inline constexpr BlockId kNullBlockId = 0;
+
+// The prefix cache (BlockHashToBlockMap): the blocks holding each hash, in insertion order. A hash has
+// one block but for duplicates, so the first is kept inline (no allocation per cached block).
+using HashHolders = boost::container::small_vector<BlockId, 1>;
+using CachedBlocks = std::map<BlockHash, HashHolders>;
 
 struct KVCacheBlock {
     BlockId id = 0;
@@ -47,7 +54,7 @@ public:
     }
     const FreeBlockQueue& free_queue() const { return free_queue_; }
     // hash -> block ids holding it, first inserted first (lookup returns the first).
-    const std::map<BlockHash, std::vector<BlockId>>& cached_blocks() const { return cached_; }
+    const CachedBlocks& cached_blocks() const { return cached_; }
 
     // BlockPool.get_cached_block @ c59cb7941357443da7c5eef75cfa8697d683d228
     std::optional<BlockId> get_cached_block(BlockHash hash) const;
@@ -77,7 +84,7 @@ private:
     mutable std::vector<KVCacheBlock> blocks_;
     FreeBlockQueue free_queue_;
     RepeatCheck repeat_check_;  // free_blocks: no block twice in one call
-    std::map<BlockHash, std::vector<BlockId>> cached_;
+    CachedBlocks cached_;
     bool enable_caching_;
     FreeOrder free_order_;
 };
