@@ -21,7 +21,6 @@ void check_queues(const Engine& engine, std::vector<Violation>& out, std::vector
     auto place = [&](const auto& ids, std::string_view where, auto status_ok) {
         for (const auto& id : ids) {
             const auto* slot = sched.requests().find(id);
-            if (slot != nullptr) placed.push_back(slot->get());
             if (slot == nullptr) {
                 out.push_back({.invariant = "queued_request_gone",
                               .request = id,
@@ -29,11 +28,13 @@ void check_queues(const Engine& engine, std::vector<Violation>& out, std::vector
                               .detail = fmt::format("{} lists a request that no longer exists", where)});
                 continue;
             }
-            if (!status_ok((*slot)->status))
+            const Request& req = **slot;
+            placed.push_back(&req);
+            if (!status_ok(req.status))
                 out.push_back({.invariant = "queue_status_mismatch",
                               .request = id,
                               .blocks = {},
-                              .detail = fmt::format("in {} with status {}", where, to_string((*slot)->status))});
+                              .detail = fmt::format("in {} with status {}", where, to_string(req.status))});
         }
     };
     place(sched.running(), "running", [](RequestStatus s) { return s == RequestStatus::running; });
