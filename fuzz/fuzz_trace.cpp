@@ -75,6 +75,7 @@ struct Campaign {
     kvsim::fuzz::TraceCache traces;  // the texts parsed so far: the mutator's parents and outputs
     kvsim::EventCategories events_read = kvsim::builtin_registry().events_read();  // kept by the muted runs
     std::uint64_t new_rerun = 0;  // NEW findings of the search's options, run again as kvsim run does
+    kvsim::VariantReruns variant_reruns;  // the classifier's counterfactual runs: made, shared
 };
 
 // KVSIM_FUZZ_DETERMINISM=N: replay every Nth input twice (0: never); exits 64 on a value that is not a count.
@@ -101,7 +102,9 @@ std::string stats_json() {
                           {"ignored", g_campaign->ignored}, {"known", known},
                           {"async_scheduling", {{"off", g_campaign->runs_async_off}, {"on", g_campaign->runs_async_on}}},
                           {"trace_cache", {{"hits", g_campaign->traces.hits()}, {"misses", g_campaign->traces.misses()}}},
-                          {"new_rerun", g_campaign->new_rerun}}
+                          {"new_rerun", g_campaign->new_rerun},
+                          {"variant_reruns", {{"made", g_campaign->variant_reruns.made},
+                                              {"shared", g_campaign->variant_reruns.shared}}}}
         .dump();
 }
 
@@ -139,7 +142,8 @@ const kvsim::KnownEntry* judge(const kvsim::Trace& trace, const kvsim::RunResult
                                const kvsim::RunOptions& options) {
     if (result.internal_error) report("internal-error", kvsim::internal_error_signature(result.message), result.message);
     if (result.verdict == kvsim::Verdict::pass) return nullptr;
-    return kvsim::classify(kvsim::builtin_registry(), trace, g_campaign->variant, result, options);
+    return kvsim::classify(kvsim::builtin_registry(), trace, g_campaign->variant, result, options,
+                           &g_campaign->variant_reruns);
 }
 
 }  // namespace

@@ -6,9 +6,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "properties/findings/classify.h"
 #include "properties/findings/registry.h"
@@ -178,6 +183,80 @@ TEST_CASE("registry: conditions over typed fields, the stack, settings and count
     const Registry old_only = parse_registry(std::string(head).replace(head.find("variants *"), 10, "variants v0.29.0*"), "o.txt");
     CHECK(classified(store_first, "v0.30.0", old_only) == nullptr);  // applies to v0.29.0* only
     CHECK(classified(store_first, "v0.29.0", old_only) != nullptr);
+}
+
+namespace {
+
+// A flag the run of `trace` under `variant` never read, and a value of it other than the variant's.
+std::pair<std::string, std::string> unread_flag(const Trace& trace, const Variant& variant) {
+    const std::uint32_t read = run_trace(trace, variant).flags_read;
+    const std::vector<int> bits = variant_flag_bits();
+    for (std::size_t row = 0; row < bits.size(); ++row) {
+        if ((read >> bits[row] & 1u) != 0) continue;
+        const FlagDescription& flag = variant_flags()[row];
+        for (const std::string_view value : flag.value_names)
+            if (value != variant_flag_value(variant, flag.flag)) return {std::string(flag.flag), std::string(value)};
+    }
+    return {};
+}
+
+}  // namespace
+
+TEST_CASE("registry: a classification's counterfactuals share the runs whose read flags agree", "[registry]") {
+    const Trace store_first = load("corpus/findings/multiconnector_store_first_p2p_notify_pull.trace");
+    const Variant v30 = require_variant("v0.30.0");
+    Variant eager = v30;
+    REQUIRE(set_variant_flag(eager, "snapshot_rule", "eager"));
+    const auto [flag, value] = unread_flag(store_first, eager);
+    REQUIRE_FALSE(flag.empty());
+    const auto entry = [](const std::string& name, const std::string& condition) {
+        return "finding " + name + "\n class upstream\n variants *\n signature crash:recving_not_finished\n" +
+               " upstream known #1\n witness x.trace v0.30.0\n fix +p\n why t\n gone_with " + condition + "\n";
+    };
+    const Registry r = parse_registry(entry("carried", "patch +pr54643") +           // the run itself: shared
+                                          entry("eager", "flags snapshot_rule=eager") +  // made: still crashes
+                                          entry("eager_and_unread", "flags snapshot_rule=eager " + flag + "=" + value) +
+                                          entry("fixed", "patch +p2p_pull_only_when_loading"),  // made: gone
+                                      "shared.txt");
+    const RunResult run = run_trace(store_first, v30);
+    VariantReruns reruns;
+    const KnownEntry* known = classify(r, store_first, v30, run, {}, &reruns);
+    REQUIRE(known != nullptr);
+    CHECK(known->id == "fixed");  // a run shared regardless of the flags it read would have said "still crashes"
+    CHECK(reruns.made == 2);
+    CHECK(reruns.shared == 2);
+    // each entry on its own (its own re-runs) decides as it did within the classification
+    CHECK_FALSE(entry_matches(r.entries[0], store_first, v30, run));
+    CHECK_FALSE(entry_matches(r.entries[1], store_first, v30, run));
+    CHECK_FALSE(entry_matches(r.entries[2], store_first, v30, run));
+    CHECK(entry_matches(r.entries[3], store_first, v30, run));
+    // the unread flag, set on its own over the eager variant, makes the eager run again
+    Variant both = eager;
+    REQUIRE(set_variant_flag(both, flag, value));
+    CHECK(run_trace(store_first, both).signature == run_trace(store_first, eager).signature);
+}
+
+TEST_CASE("registry: classifying each witness with shared re-runs agrees with each entry's own", "[registry]") {
+    int shared = 0, compared = 0;
+    for (const KnownEntry& owner : builtin_registry().entries) {
+        for (const Witness& w : owner.witnesses) {
+            INFO(w.trace << " under " << w.variant);
+            const Trace trace = load(w.trace);
+            const Variant variant = require_variant(w.variant);
+            const RunResult run = run_trace(trace, variant);
+            VariantReruns reruns;
+            const KnownEntry* known = classify(builtin_registry(), trace, variant, run, {}, &reruns);
+            const auto& entries = builtin_registry().entries;
+            const auto alone = std::find_if(entries.begin(), entries.end(), [&](const KnownEntry& e) {
+                return entry_matches(e, trace, variant, run);
+            });
+            CHECK(known == (alone == entries.end() ? nullptr : &*alone));
+            shared += reruns.shared;
+            ++compared;
+        }
+    }
+    CHECK(compared > 30);
+    CHECK(shared > 0);
 }
 
 TEST_CASE("registry: parse errors name file:line and the field", "[registry]") {

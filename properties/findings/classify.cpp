@@ -1,6 +1,7 @@
 #include "properties/findings/classify.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -50,6 +51,52 @@ private:
     std::optional<std::vector<LogEvent>> replayed_;
 };
 
+// The trace's runs under other variants, as far as a counterfactual reads them: whether each still gives
+// the run's signature (a kvsim internal error never counts as gone). The model is deterministic and
+// a run notes every variant flag its decisions read (RunResult::flags_read): a variant that agrees
+// with a run already made on each flag that run read makes the same run. The run itself is the
+// first one known, each re-run joins it; one per classification, so entries asking for variants
+// that differ only in flags their runs never read (a fix patch and the same patch with another on
+// top, or one the variant already carries) share one re-run.
+class VariantRuns {
+public:
+    VariantRuns(const Trace& trace, const Variant& variant, const RunResult& result, const RunOptions& options)
+        : trace_(trace), result_(result), options_(options) {
+        made_.push_back(Made{.variant = variant, .flags_read = result.flags_read, .gone = false});
+    }
+    bool signature_gone(const Variant& variant) {
+        for (const Made& run : made_) {
+            if ((differing_flag_bits(variant, run.variant) & run.flags_read) != 0) continue;
+            ++count_.shared;
+            return run.gone;
+        }
+        const RunResult again = run_trace(trace_, variant, rerun_options(options_, false));
+        const bool gone = !again.internal_error && again.signature != result_.signature;
+        made_.push_back(Made{.variant = variant, .flags_read = again.flags_read, .gone = gone});
+        ++count_.made;
+        return gone;
+    }
+    const VariantReruns& count() const { return count_; }
+
+private:
+    struct Made {
+        Variant variant;
+        std::uint32_t flags_read = 0;
+        bool gone = false;
+    };
+    const Trace& trace_;
+    const RunResult& result_;
+    const RunOptions& options_;
+    std::vector<Made> made_;
+    VariantReruns count_;
+};
+
+// What a classification computes once and its entries share: the run's events, its variant runs.
+struct Memo {
+    RunEvents events;
+    VariantRuns variant_runs;
+};
+
 struct Subject {
     const Trace& trace;
     const Variant& variant;
@@ -57,6 +104,7 @@ struct Subject {
     std::string request;  // what "$request" stands for
     const RunOptions& options;  // the run's: the counterfactuals' too
     RunEvents& events;
+    VariantRuns& variant_runs;
 };
 
 std::string wanted(const FieldMatch& f, const Subject& s) { return f.value == "$request" ? s.request : f.value; }
@@ -135,9 +183,9 @@ bool fault_matches(const FaultEvent& f, const Condition& c, const Subject& s) {
     });
 }
 
-// The trace under the variant no longer gives the run's signature (a kvsim internal error never counts).
-bool signature_gone(const Trace& trace, const Variant& variant, const Subject& s) {
-    const RunResult again = run_trace(trace, variant, rerun_options(s.options, false));
+// The edited trace no longer gives the run's signature (a kvsim internal error never counts).
+bool edited_signature_gone(const Trace& edited, const Subject& s) {
+    const RunResult again = run_trace(edited, s.variant, rerun_options(s.options, false));
     return !again.internal_error && again.signature != s.result.signature;
 }
 
@@ -150,7 +198,7 @@ bool gone_with(const Condition& c, const Subject& s) {
             return f != nullptr && fault_matches(*f, c, s);
         });
         if (erased == 0) return false;  // the same trace: the same run
-        return signature_gone(trace, s.variant, s);
+        return edited_signature_gone(trace, s);
     }
     Variant variant = s.variant;
     if (c.counterfactual == CounterfactualKind::flags) {
@@ -161,10 +209,7 @@ bool gone_with(const Condition& c, const Subject& s) {
         if (!patched) return false;
         variant = *patched;
     }
-    // The model is deterministic: a variant that differs only in flags the run never read makes the
-    // same run. So do the same flags (a fix patch the variant already carries: +all_fixes's campaigns).
-    if ((differing_flag_bits(variant, s.variant) & s.result.flags_read) == 0) return false;
-    return signature_gone(s.trace, variant, s);
+    return s.variant_runs.signature_gone(variant);
 }
 
 bool holds(const Condition& c, const Subject& s) {
@@ -219,11 +264,11 @@ std::string finding_request(const RunResult& result) {
 namespace {
 
 bool matches(const KnownEntry& entry, const Trace& trace, const Variant& variant, const RunResult& result,
-             const RunOptions& options, RunEvents& events) {
+             const RunOptions& options, Memo& memo) {
     if (result.internal_error || result.findings.empty() || !entry.applies_to(variant.name)) return false;
     const SignatureMatch* signature = entry.signature_named(result.signature);
     if (signature == nullptr) return false;
-    const Subject s{trace, variant, result, finding_request(result), options, events};
+    const Subject s{trace, variant, result, finding_request(result), options, memo.events, memo.variant_runs};
     if (!finding_has(*signature, s)) return false;
     // the re-runs last: they cost a run each
     for (const Condition& c : entry.conditions)
@@ -237,18 +282,23 @@ bool matches(const KnownEntry& entry, const Trace& trace, const Variant& variant
 
 bool entry_matches(const KnownEntry& entry, const Trace& trace, const Variant& variant, const RunResult& result,
                    const RunOptions& options) {
-    RunEvents events(trace, variant, result, options);
-    return matches(entry, trace, variant, result, options, events);
+    Memo memo{RunEvents(trace, variant, result, options), VariantRuns(trace, variant, result, options)};
+    return matches(entry, trace, variant, result, options, memo);
 }
 
 const KnownEntry* classify(const Registry& registry, const Trace& trace, const Variant& variant,
-                           const RunResult& result, const RunOptions& options) {
+                           const RunResult& result, const RunOptions& options, VariantReruns* reruns) {
     // A check mismatch is the trace's own statement failing, never a known cause.
     if (result.internal_error || result.verdict == Verdict::pass || result.verdict == Verdict::mismatch) return nullptr;
-    RunEvents events(trace, variant, result, options);
-    for (const KnownEntry& e : registry.entries)
-        if (matches(e, trace, variant, result, options, events)) return &e;
-    return nullptr;
+    Memo memo{RunEvents(trace, variant, result, options), VariantRuns(trace, variant, result, options)};
+    const auto known = std::find_if(registry.entries.begin(), registry.entries.end(), [&](const KnownEntry& e) {
+        return matches(e, trace, variant, result, options, memo);
+    });
+    if (reruns != nullptr) {
+        reruns->made += memo.variant_runs.count().made;
+        reruns->shared += memo.variant_runs.count().shared;
+    }
+    return known == registry.entries.end() ? nullptr : &*known;
 }
 
 }  // namespace kvsim

@@ -11,11 +11,20 @@
 
 namespace kvsim {
 
+// The counterfactual runs of the trace under other variants a classification asked for: those it
+// made, and those it took from a run already made (the run itself, or an earlier entry's re-run)
+// whose variant agrees with the one asked for on every flag that run read.
+struct VariantReruns {
+    int made = 0;
+    int shared = 0;
+};
+
 // The first entry the run is, or nullptr: a pass, an internal error, or a new finding. `options`
 // are those the run had: a counterfactual (gone_with) runs with them too, muted and without the
 // determinism replay, so that a search's budgets (RunOptions::stall_steps, sweep_period) bound it.
+// With `reruns`, adds the classification's variant re-runs to it.
 const KnownEntry* classify(const Registry& registry, const Trace& trace, const Variant& variant,
-                           const RunResult& result, const RunOptions& options = {});
+                           const RunResult& result, const RunOptions& options = {}, VariantReruns* reruns = nullptr);
 
 // Whether `entry` matches the run (its variants, a signature, every condition).
 bool entry_matches(const KnownEntry& entry, const Trace& trace, const Variant& variant, const RunResult& result,
