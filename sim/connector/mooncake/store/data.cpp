@@ -12,7 +12,7 @@ void RequestTracker::reset() {
     prefill_end_tokens = 0;
 }
 
-void RequestTracker::update(const GroupBlockIds& new_block_ids) {
+void RequestTracker::update(GroupBlockSpan new_block_ids) {
     if (new_block_ids.size() != allocated_block_ids.size())
         throw UpstreamAssertion(
             "store_tracker_group_count_mismatch",

@@ -39,7 +39,7 @@ struct RequestTracker {
     // RequestTracker.reset @ a83dffb9ea007219cd877492e020ec6bee45c6a3
     void reset();
     // RequestTracker.update @ a83dffb9ea007219cd877492e020ec6bee45c6a3: throws UpstreamAssertion (ValueError) on a group-count mismatch.
-    void update(const GroupBlockIds& new_block_ids);
+    void update(GroupBlockSpan new_block_ids);
 };
 
 struct ReqMeta {

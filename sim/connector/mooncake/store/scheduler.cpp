@@ -166,8 +166,9 @@ void MooncakeStoreScheduler::add_cached_requests(StoreMetadata& meta, const Sche
     const CachedRequestData& cached = output.scheduled_cached_reqs;
     for (std::size_t i = 0; i < cached.size(); ++i) {
         const std::string& req_id = cached.req_ids[i];
-        std::optional<GroupBlockIds> new_block_ids;
-        if (cached.new_block_ids[i]) new_block_ids = GroupBlockIds{*cached.new_block_ids[i]};
+        // the core's one KV cache group: upstream's new_block_ids tuple of one list
+        std::optional<GroupBlockSpan> new_block_ids;
+        if (cached.new_block_ids[i]) new_block_ids = GroupBlockSpan(&*cached.new_block_ids[i], 1);
         if (cached.resumed_req_ids.contains(req_id)) {
             if (new_block_ids) add_resumed_request(meta, output, req_id, *new_block_ids);
             continue;
@@ -178,7 +179,7 @@ void MooncakeStoreScheduler::add_cached_requests(StoreMetadata& meta, const Sche
 
 // MooncakeStoreScheduler.build_connector_meta @ a83dffb9ea007219cd877492e020ec6bee45c6a3: a request resumed from preemption.
 void MooncakeStoreScheduler::add_resumed_request(StoreMetadata& meta, const SchedulerOutput& output,
-                                                 const std::string& req_id, const GroupBlockIds& new_block_ids) {
+                                                 const std::string& req_id, GroupBlockSpan new_block_ids) {
     auto load_spec = pop(load_specs_, req_id);
     const UnfinishedEntry* entry = unfinished_requests_.find(req_id);
     if (entry == nullptr)
@@ -190,7 +191,7 @@ void MooncakeStoreScheduler::add_resumed_request(StoreMetadata& meta, const Sche
     RequestTracker& tracker = request_trackers_[req_id];
     tracker = RequestTracker{.req_id = req_id,
                              .token_len = request.num_computed_tokens + output.num_scheduled_tokens.at(req_id),
-                             .allocated_block_ids = new_block_ids,
+                             .allocated_block_ids = GroupBlockIds(new_block_ids.begin(), new_block_ids.end()),
                              .num_saved_tokens = 0,
                              .has_pending_offload = false,
                              .prefill_end_tokens = request.num_tokens()};
@@ -200,7 +201,7 @@ void MooncakeStoreScheduler::add_resumed_request(StoreMetadata& meta, const Sche
 
 // MooncakeStoreScheduler.build_connector_meta @ a83dffb9ea007219cd877492e020ec6bee45c6a3: a running request, the `i`th cached one.
 void MooncakeStoreScheduler::add_running_request(StoreMetadata& meta, const SchedulerOutput& output, std::size_t i,
-                                                 const std::optional<GroupBlockIds>& new_block_ids) {
+                                                 std::optional<GroupBlockSpan> new_block_ids) {
     const CachedRequestData& cached = output.scheduled_cached_reqs;
     const std::string& req_id = cached.req_ids[i];
     RequestTracker* found = request_trackers_.find(req_id);

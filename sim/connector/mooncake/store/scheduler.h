@@ -92,9 +92,9 @@ private:
     void add_new_requests(StoreMetadata& meta, const SchedulerOutput& output);
     void add_cached_requests(StoreMetadata& meta, const SchedulerOutput& output);
     void add_resumed_request(StoreMetadata& meta, const SchedulerOutput& output, const std::string& req_id,
-                             const GroupBlockIds& new_block_ids);
+                             GroupBlockSpan new_block_ids);
     void add_running_request(StoreMetadata& meta, const SchedulerOutput& output, std::size_t i,
-                             const std::optional<GroupBlockIds>& new_block_ids);
+                             std::optional<GroupBlockSpan> new_block_ids);
     void add_pending_load_requests(StoreMetadata& meta, const SchedulerOutput& output);
     // MooncakeStoreScheduler._apply_current_save_block_ids @ a83dffb9ea007219cd877492e020ec6bee45c6a3 (+ #55066 per stale_save)
     void apply_current_save_block_ids(StoreMetadata& meta, const SchedulerOutput& output);
