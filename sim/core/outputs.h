@@ -32,4 +32,13 @@ struct ModelRunnerOutput {
     std::optional<KVConnectorOutput> kv_connector_output;
 };
 
+// Empties a processed output for the next step's execute_model, keeping the storage its map allocated.
+// One binding per field: a field added to ModelRunnerOutput stops this from compiling until it is
+// emptied here too.
+inline void clear_for_reuse(ModelRunnerOutput& out) {
+    auto& [sampled_token_ids, kv_connector_output] = out;
+    sampled_token_ids.clear();
+    kv_connector_output.reset();
+}
+
 }  // namespace kvsim

@@ -67,24 +67,28 @@ struct SchedulerOutput {
 };
 
 // Empties a processed output for the next schedule() call: every field as a new output has it, while
-// its lists and maps keep the storage they allocated (a step then allocates none for them).
+// its lists and maps keep the storage they allocated (a step then allocates none for them). One
+// binding per field: a field added to SchedulerOutput or CachedRequestData stops this from
+// compiling until it is emptied here too.
 inline void clear_for_reuse(SchedulerOutput& out) {
-    out.step = 0;
-    out.scheduled_new_reqs.clear();
-    CachedRequestData& cached = out.scheduled_cached_reqs;
-    cached.req_ids.clear();
-    cached.resumed_req_ids.clear();
-    cached.new_block_ids.clear();
-    cached.num_computed_tokens.clear();
-    cached.num_output_tokens.clear();
-    out.num_scheduled_tokens.clear();
-    out.total_num_scheduled_tokens = 0;
-    out.finished_req_ids.clear();
-    out.preempted_req_ids.clear();
-    out.kv_connector_block_state.reset();
-    out.kv_connector_metadata.reset();
-    out.num_output_placeholders.clear();
-    out.sched_seq = 0;
+    auto& [step, new_reqs, cached, num_scheduled_tokens, total_num_scheduled_tokens, finished_req_ids,
+           preempted_req_ids, block_state, metadata, num_output_placeholders, sched_seq] = out;
+    auto& [req_ids, resumed_req_ids, new_block_ids, num_computed_tokens, num_output_tokens] = cached;
+    step = 0;
+    new_reqs.clear();
+    req_ids.clear();
+    resumed_req_ids.clear();
+    new_block_ids.clear();
+    num_computed_tokens.clear();
+    num_output_tokens.clear();
+    num_scheduled_tokens.clear();
+    total_num_scheduled_tokens = 0;
+    finished_req_ids.clear();
+    preempted_req_ids.clear();
+    block_state.reset();
+    metadata.reset();
+    num_output_placeholders.clear();
+    sched_seq = 0;
 }
 
 }  // namespace kvsim

@@ -165,8 +165,7 @@ void Engine::add_scripted_reports(int step, KVConnectorOutput& kv) {
 // request whose prompt is complete after this step; partial prefills sample nothing.
 ModelRunnerOutput Engine::execute_model(int step, const SchedulerOutput& output) {
     ModelRunnerOutput result = std::move(spare_runner_output_);
-    result.sampled_token_ids.clear();
-    result.kv_connector_output.reset();
+    clear_for_reuse(result);
     result.sampled_token_ids.reserve(output.num_scheduled_tokens.size());
     report_forward_writes(output);
     for (const auto& [id, n] : output.num_scheduled_tokens) {
