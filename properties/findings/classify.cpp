@@ -51,6 +51,11 @@ private:
     std::optional<std::vector<LogEvent>> replayed_;
 };
 
+// A re-run no longer gives the original run's signature (a kvsim internal error never counts as gone).
+bool lost_signature(const RunResult& again, const RunResult& original) {
+    return !again.internal_error && again.signature != original.signature;
+}
+
 // The trace's runs under other variants, as far as a counterfactual reads them: whether each still gives
 // the run's signature (a kvsim internal error never counts as gone). The model is deterministic and
 // a run notes every variant flag its decisions read (RunResult::flags_read): a variant that agrees
@@ -71,7 +76,7 @@ public:
             return run.gone;
         }
         const RunResult again = run_trace(trace_, variant, rerun_options(options_, false));
-        const bool gone = !again.internal_error && again.signature != result_.signature;
+        const bool gone = lost_signature(again, result_);
         made_.push_back(Made{.variant = variant, .flags_read = again.flags_read, .gone = gone});
         ++count_.made;
         return gone;
@@ -93,6 +98,8 @@ private:
 
 // What a classification computes once and its entries share: the run's events, its variant runs.
 struct Memo {
+    Memo(const Trace& trace, const Variant& variant, const RunResult& result, const RunOptions& options)
+        : events(trace, variant, result, options), variant_runs(trace, variant, result, options) {}
     RunEvents events;
     VariantRuns variant_runs;
 };
@@ -185,8 +192,7 @@ bool fault_matches(const FaultEvent& f, const Condition& c, const Subject& s) {
 
 // The edited trace no longer gives the run's signature (a kvsim internal error never counts).
 bool edited_signature_gone(const Trace& edited, const Subject& s) {
-    const RunResult again = run_trace(edited, s.variant, rerun_options(s.options, false));
-    return !again.internal_error && again.signature != s.result.signature;
+    return lost_signature(run_trace(edited, s.variant, rerun_options(s.options, false)), s.result);
 }
 
 // The same trace, edited as `c` says, no longer gives the run's signature.
@@ -282,7 +288,7 @@ bool matches(const KnownEntry& entry, const Trace& trace, const Variant& variant
 
 bool entry_matches(const KnownEntry& entry, const Trace& trace, const Variant& variant, const RunResult& result,
                    const RunOptions& options) {
-    Memo memo{RunEvents(trace, variant, result, options), VariantRuns(trace, variant, result, options)};
+    Memo memo(trace, variant, result, options);
     return matches(entry, trace, variant, result, options, memo);
 }
 
@@ -290,7 +296,7 @@ const KnownEntry* classify(const Registry& registry, const Trace& trace, const V
                            const RunResult& result, const RunOptions& options, VariantReruns* reruns) {
     // A check mismatch is the trace's own statement failing, never a known cause.
     if (result.internal_error || result.verdict == Verdict::pass || result.verdict == Verdict::mismatch) return nullptr;
-    Memo memo{RunEvents(trace, variant, result, options), VariantRuns(trace, variant, result, options)};
+    Memo memo(trace, variant, result, options);
     const auto known = std::find_if(registry.entries.begin(), registry.entries.end(), [&](const KnownEntry& e) {
         return matches(e, trace, variant, result, options, memo);
     });

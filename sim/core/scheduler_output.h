@@ -66,6 +66,13 @@ struct SchedulerOutput {
     std::int64_t sched_seq = 0;
 };
 
+// Empties the last snapshot for the next one, keeping its map's index. One binding per field, as below.
+inline void clear_for_reuse(KVConnectorBlockState& state) {
+    auto& [block_ids, storage] = state;
+    block_ids.clear();
+    storage.reset();
+}
+
 // Empties a processed output for the next schedule() call: every field as a new output has it, while
 // its lists and maps keep the storage they allocated (a step then allocates none for them). One
 // binding per field: a field added to SchedulerOutput or CachedRequestData stops this from

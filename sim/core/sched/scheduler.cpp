@@ -584,8 +584,7 @@ void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
 void Scheduler::snapshot_block_state(SchedulerOutput& out) {
     if (connector_ == nullptr || variant_.flag<&Variant::snapshot_rule>() == SnapshotRule::none) return;
     KVConnectorBlockState state = std::move(spare_block_state_);
-    state.block_ids.clear();
-    state.storage.reset();
+    clear_for_reuse(state);
     state.block_ids.reserve(out.num_scheduled_tokens.size());
     auto snapshot = [&](const std::string& id) { state.block_ids[id] = &kv_cache_manager_.get_block_ids(id); };
     if (variant_.flag<&Variant::snapshot_rule>() == SnapshotRule::eager) {
