@@ -3,7 +3,7 @@
 // Input: trace text. It runs under the campaign's variant with every checker on (and the
 // determinism replay on every Nth input: KVSIM_FUZZ_DETERMINISM=N, default 16, 0 = never), for at
 // most its step budget; it stops as a hang when it makes no progress for its hang budget, or
-// computes nothing new (and fires no armed fault) for its idle budget, and the
+// computes nothing new for its idle budget once its faults have settled, and the
 // checkers sweep all blocks every budget::kSweepPeriod steps and at the end, judging in between
 // what each step touched (fuzz/mutator/trace_mutator.h). A NEW finding is run again as `kvsim run`
 // runs it (a sweep every step, no hang or idle budget), and that run decides what is reported. A failing

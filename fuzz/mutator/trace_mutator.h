@@ -169,9 +169,9 @@ int step_budget(const Trace& trace);
 int stall_budget(const Trace& trace);
 
 // The trace target's idle budget (RunOptions::idle_steps): a run whose requests compute nothing
-// they had not computed before, and make no progress, for this many steps after its last event,
-// while no armed fault fires and none is in effect, is stopped as a hang. Twice every delay a
-// worker can impose (store, load, pull and stand_in delays and store_delay faults, summed), plus 64; never more than
+// they had not computed before, and make no progress, for this many steps after its last event and
+// once every fault has settled, is stopped as a hang. Twice every delay a worker can impose
+// (store, load, pull and stand_in delays and store_delay faults, summed), plus 64; never more than
 // stall_budget. It stops a livelock (preemption, recomputation) that stall_budget lets run a whole
 // prefill again. A NEW hang is confirmed without it.
 int idle_budget(const Trace& trace);

@@ -17,7 +17,6 @@
 #include "fuzz/mutator/trace_mutator.h"
 #include "fuzz/swarm/swarm.h"
 #include "properties/harness/run_trace.h"
-#include "sim/environment/fault_schedule.h"
 #include "sim/trace/trace_parser.h"
 #include "sim/variant/variant.h"
 
@@ -151,46 +150,6 @@ TEST_CASE("the idle budget stops a preemption livelock sooner than the hang budg
     REQUIRE(!idle.findings.empty());
     // every request is preempted and recomputes what it had computed: the thrash computes nothing new
     CHECK(idle.findings.front().fact("stalled") == std::optional<std::int64_t>(idle_budget(trace)));
-}
-
-TEST_CASE("the idle budget does not wait for an armed fault that never fires", "[fuzz][budget]") {
-    Trace trace = parse_trace_file(KVSIM_SOURCE_DIR "/corpus/findings/store_pins_make_preemption_free_nothing.trace");
-    // the store lookup is off: no load is ever started, so r0's load_fail stays armed for good
-    REQUIRE_FALSE(trace.connectors.front().enable_lookup);
-    trace.events.push_back(Event{.step = 0, .body = FaultEvent{.kind = FaultKind::load_fail, .request_id = "r0"}});
-    trace.run.max_steps = step_budget(trace);
-    const RunOptions hang_only{.text_log = false, .stall_steps = stall_budget(trace)};
-    RunOptions both = hang_only;
-    both.idle_steps = idle_budget(trace);
-    const Variant variant = require_variant("v0.30.0");
-    const RunResult stalled = run_trace(trace, variant, hang_only);
-    const RunResult idle = run_trace(trace, variant, both);
-    REQUIRE(idle.verdict == Verdict::liveness);
-    CHECK(idle.signature == stalled.signature);
-    CHECK(idle.steps < stalled.steps);
-    REQUIRE(!idle.findings.empty());
-    CHECK(idle.findings.front().fact("stalled") == std::optional<std::int64_t>(idle_budget(trace)));
-    CHECK(idle.findings.front().fact("stalled") != std::optional<std::int64_t>(stall_budget(trace)));
-}
-
-TEST_CASE("an armed fault is not in effect until it fires, and a fired one is counted", "[fuzz][budget]") {
-    FaultSchedule faults;
-    faults.apply(FaultEvent{.kind = FaultKind::load_fail, .request_id = "r"});
-    faults.apply(FaultEvent{.kind = FaultKind::store_fail, .rank = 0});
-    CHECK(faults.active());
-    CHECK_FALSE(faults.timed_fault_in_effect());
-    CHECK_FALSE(faults.take_load_failure("other"));
-    CHECK(faults.fired() == 0);
-    CHECK(faults.take_load_failure("r"));
-    CHECK(faults.take_store_failure(0));
-    CHECK_FALSE(faults.take_store_failure(0));
-    CHECK(faults.fired() == 2);
-    CHECK_FALSE(faults.active());
-    faults.apply(FaultEvent{.kind = FaultKind::lookup_pending, .steps = 3, .request_id = "r"});
-    CHECK(faults.timed_fault_in_effect());
-    faults.set_step(3);
-    CHECK_FALSE(faults.timed_fault_in_effect());
-    CHECK(faults.fired() == 2);  // a pending lookup expires; it does not fire
 }
 
 TEST_CASE("the idle budget waits out a fault in effect", "[fuzz][budget]") {

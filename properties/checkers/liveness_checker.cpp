@@ -72,9 +72,7 @@ bool StallWatch::stalled(const Engine& engine, int step) {
     const bool progress = progressed(engine);
     if (progress) last_progress_step_ = step;
     if (idle_limit_ > 0) {
-        const bool fired = engine.faults_fired() != faults_fired_;
-        faults_fired_ = engine.faults_fired();
-        if (progress || computed || fired || engine.faults_in_effect()) last_busy_step_ = step;
+        if (progress || computed || !engine.faults_settled()) last_busy_step_ = step;
         if (step - last_busy_step_ >= idle_limit_) {
             spent_ = idle_limit_;
             return true;

@@ -23,13 +23,11 @@ public:
 // A search's hang budgets (RunOptions::stall_steps and idle_steps). After the trace's last event, a
 // step makes progress when fewer requests are left, fewer are unfinished, or the requests left have
 // more output tokens than ever since the last request left. Every such count is bounded, so a run
-// that makes none for `limit` steps in a row repeats itself or waits on nothing. For the idle
-// budget a step is busy when it makes progress, some request computes past the most it ever
-// computed (a prefill advances, a recomputation after a preemption does not), an armed fault fires,
-// or a fault is in effect whatever the run does (Engine::faults_in_effect). Those counts are bounded
-// too. An armed fault that does not fire changes nothing: it waits for what the run does, and an
-// idle run does the same things again. The idle budget (0: off) can be far shorter than `limit`,
-// which must cover a whole prefill done chunk by chunk.
+// that makes none for `limit` steps in a row repeats itself or waits on nothing. The idle budget
+// counts only once every fault has also settled, and a step is busy there when it makes progress
+// or some request computes past the most it ever computed: a prefill advances, a recomputation
+// after a preemption does not. Those counts are bounded too; the idle budget (0: off) can be far
+// shorter than `limit`, which must cover a whole prefill done chunk by chunk.
 class StallWatch {
 public:
     // A budget of 0 is off.
@@ -55,7 +53,6 @@ private:
     int spent_ = 0;
     int last_progress_step_ = 0;
     int last_busy_step_ = 0;
-    std::uint64_t faults_fired_ = 0;  // Engine::faults_fired after the last step
     std::optional<Progress> best_;
     OrderedMap<int> computed_;  // request -> the most tokens it ever computed (with the idle budget on)
 };

@@ -67,8 +67,8 @@ struct RunOptions {
     // in a row without progress after the last event. 0: only run.max_steps ends a run.
     int stall_steps = 0;
     // A search's idle budget: > 0 ends the run the same way once StallWatch saw this many steps in a
-    // row, after the last event, without progress, without any request computing a token it never
-    // computed before, without an armed fault firing and with no fault in effect. 0: off.
+    // row, after the last event and with every fault settled, without progress and without any
+    // request computing a token it never computed before. 0: off.
     int idle_steps = 0;
 };
 

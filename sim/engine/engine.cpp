@@ -70,10 +70,10 @@ void Engine::seed_store() {
     }
 }
 
-bool Engine::faults_in_effect() const {
+bool Engine::faults_settled() const {
     for (std::size_t i = next_event_; i < trace_.events.size(); ++i)
-        if (std::holds_alternative<FaultEvent>(trace_.events[i].body)) return true;
-    return faults_.timed_fault_in_effect();
+        if (std::holds_alternative<FaultEvent>(trace_.events[i].body)) return false;
+    return !faults_.active();
 }
 
 void Engine::apply_events(int step) {

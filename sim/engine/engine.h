@@ -52,11 +52,8 @@ public:
     bool events_exhausted() const { return next_event_ >= trace_.events.size(); }
     // Step of the next unapplied event (precondition: !events_exhausted()).
     int next_event_step() const { return trace_.events[next_event_].step; }
-    // A fault event not applied yet, or a fault in effect for a while whatever the run does
-    // (FaultSchedule::timed_fault_in_effect); an armed store_fail or load_fail is not counted.
-    bool faults_in_effect() const;
-    // Armed faults that have fired so far (FaultSchedule::fired).
-    std::uint64_t faults_fired() const { return faults_.fired(); }
+    // Every fault has fired and none is still in effect: the liveness phase.
+    bool faults_settled() const;
 
     const Trace& trace() const { return trace_; }
     const Variant& variant() const { return variant_; }

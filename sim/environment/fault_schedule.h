@@ -2,7 +2,6 @@
 // The trace's fault events as the model sees them: applied at their step, queried by
 // the worker and connector models. Once every fault has fired and expired, the run is
 // in its liveness phase: everything must drain.
-#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -28,15 +27,9 @@ public:
     bool lookup_pending(const std::string& request_id) const;
     // Some fault is still armed or in effect.
     bool active() const;
-    // A fault in effect for a while whatever the run does (a pending lookup), as opposed to one armed
-    // until the run does what it fails (a store_fail, a load_fail) or one that lasts (a store_delay).
-    bool timed_fault_in_effect() const;
-    // Armed faults that have fired so far (a store_fail or load_fail taken).
-    std::uint64_t fired() const { return fired_; }
 
 private:
     int step_ = 0;
-    std::uint64_t fired_ = 0;
     std::map<int, int> store_delay_by_rank_;
     std::map<int, int> store_failures_by_rank_;
     std::set<std::string> load_failures_;
