@@ -5,8 +5,10 @@
 // most its step budget; it stops as a hang when it makes no progress for its hang budget, or
 // computes nothing new for its idle budget once its faults have settled, and the
 // checkers sweep all blocks every budget::kSweepPeriod steps and at the end, judging in between
-// what each step touched (fuzz/mutator/trace_mutator.h). A NEW finding is run again as `kvsim run`
-// runs it (a sweep every step, no hang or idle budget), and that run decides what is reported. A failing
+// what each step touched (fuzz/mutator/trace_mutator.h). A NEW hang of the idle budget is run again
+// on the hang budget alone; a finding still NEW is run again as `kvsim run` runs it (a sweep every
+// step, no hang or idle budget), and that run decides what is reported (judge_input,
+// fuzz/judge/input_judge.h). A failing
 // run is classified against the registry of known findings (properties/findings/known_findings.txt):
 // a KNOWN finding is counted and the fuzzing goes on; a NEW one (or a kvsim internal error) prints
 //   kvsim-finding: verdict=<v> signature=<sig> variant=<V>
@@ -18,7 +20,8 @@
 // Counts (executions, passes, ignored inputs, known findings by id, runs under each scheduling mode
 // as the engine resolves it, texts found parsed in the trace cache) are printed at exit as one line
 //   kvsim-fuzz-stats: {"variant":...,"executions":N,"passed":N,"ignored":N,"known":{"id":N,...},
-//                      "async_scheduling":{"off":N,"on":N},"trace_cache":{"hits":N,"misses":N}}
+//                      "async_scheduling":{"off":N,"on":N},"trace_cache":{"hits":N,"misses":N},
+//                      "idle_rerun":N,"new_rerun":N,"variant_reruns":{"made":N,"shared":N}}
 // and, with KVSIM_FUZZ_STATS=PREFIX, also kept in PREFIX.<pid>.json (rewritten every 500
 // executions and at exit, so that a process stopped by a signal leaves its counts too).
 // Input that does not parse, or whose work is beyond the budget (fuzz/mutator/trace_mutator.h), is
@@ -41,6 +44,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "fuzz/judge/input_judge.h"
 #include "fuzz/mutator/trace_mutator.h"
 #include "properties/findings/classify.h"
 #include "properties/harness/run_trace.h"
@@ -74,7 +78,8 @@ struct Campaign {
     std::uint64_t runs_async_off = 0, runs_async_on = 0;  // inputs run, by resolved async_scheduling
     kvsim::fuzz::TraceCache traces;  // the texts parsed so far: the mutator's parents and outputs
     kvsim::EventCategories events_read = kvsim::builtin_registry().events_read();  // kept by the muted runs
-    std::uint64_t new_rerun = 0;  // NEW findings of the search's options, run again as kvsim run does
+    std::uint64_t idle_rerun = 0;  // NEW hangs the idle budget stopped, run again on the hang budget alone
+    std::uint64_t new_rerun = 0;   // NEW findings of the search's options, run again as kvsim run does
     kvsim::VariantReruns variant_reruns;  // the classifier's counterfactual runs: made, shared
 };
 
@@ -102,6 +107,7 @@ std::string stats_json() {
                           {"ignored", g_campaign->ignored}, {"known", known},
                           {"async_scheduling", {{"off", g_campaign->runs_async_off}, {"on", g_campaign->runs_async_on}}},
                           {"trace_cache", {{"hits", g_campaign->traces.hits()}, {"misses", g_campaign->traces.misses()}}},
+                          {"idle_rerun", g_campaign->idle_rerun},
                           {"new_rerun", g_campaign->new_rerun},
                           {"variant_reruns", {{"made", g_campaign->variant_reruns.made},
                                               {"shared", g_campaign->variant_reruns.shared}}}}
@@ -137,14 +143,6 @@ bool flag_on(const char* value) { return value != nullptr && std::strcmp(value, 
     std::abort();
 }
 
-// Reports a kvsim internal error; otherwise the registry's entry for a failing run (null: NEW, or a pass).
-const kvsim::KnownEntry* judge(const kvsim::Trace& trace, const kvsim::RunResult& result,
-                               const kvsim::RunOptions& options) {
-    if (result.internal_error) report("internal-error", kvsim::internal_error_signature(result.message), result.message);
-    if (result.verdict == kvsim::Verdict::pass) return nullptr;
-    return kvsim::classify(kvsim::builtin_registry(), trace, g_campaign->variant, result, options,
-                           &g_campaign->variant_reruns);
-}
 
 }  // namespace
 
@@ -236,17 +234,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                               .step_checks = false,
                               .stall_steps = budgets.stall,
                               .idle_steps = budgets.idle};
-    kvsim::RunResult result = kvsim::run_trace(trace, g_campaign->variant, options);
-    const kvsim::KnownEntry* known = judge(trace, result, options);
-    if (result.verdict != kvsim::Verdict::pass && known == nullptr) {
-        // a NEW finding is reported as `kvsim run` gives it: every checker sweeping every step, no hang budgets
-        ++g_campaign->new_rerun;
-        options.sweep_period = 0;
-        options.stall_steps = 0;
-        options.idle_steps = 0;
-        result = kvsim::run_for_search(trace, g_campaign->variant, options);
-        known = judge(trace, result, options);
-    }
+    const kvsim::InputJudgement judged = kvsim::judge_input(kvsim::builtin_registry(), trace, g_campaign->variant,
+                                                            options, &g_campaign->variant_reruns);
+    g_campaign->idle_rerun += judged.idle_rerun ? 1 : 0;
+    g_campaign->new_rerun += judged.new_rerun ? 1 : 0;
+    const kvsim::RunResult& result = judged.result;
+    const kvsim::KnownEntry* known = judged.known;
+    if (result.internal_error) report("internal-error", kvsim::internal_error_signature(result.message), result.message);
     if (result.verdict == kvsim::Verdict::pass) {
         ++g_campaign->passed;
         return 0;
