@@ -1,11 +1,13 @@
 // RunOptions::events off and run_for_search (properties/harness/run_trace.h) against the full run,
 // over every corpus trace under every clean and broken preset: the same verdict, signature, message,
 // steps, findings and crash; no events when muted (but the categories RunOptions::muted_keeps names);
-// a failing search run keeps its events.
+// a failing search run keeps its events; a muted determinism replay folds every event the full run
+// has into its fingerprint (EventLog::mute), and compares those.
 #include <catch2/catch.hpp>
 
 #include "corpus_traces.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -44,7 +46,48 @@ void require_same_outcome(const RunResult& full, const RunResult& lean) {
     CHECK(lean.crash.has_value() == full.crash.has_value());
 }
 
+// The fingerprint a muted, fingerprinting log folds from `events` as the run appended them.
+std::uint64_t fingerprint_of(const std::vector<LogEvent>& events) {
+    EventLog log;
+    log.mute({}, true);
+    for (const LogEvent& e : events) {
+        log.set_step(e.step);
+        log.append(e);
+    }
+    return log.fingerprint();
+}
+
 }  // namespace
+
+TEST_CASE("a fingerprinting log folds an event it does not keep as it folds the same event kept", "[events]") {
+    EventLog kept;
+    kept.mute(EventCategories::all(), true);
+    EventLog unkept;
+    unkept.mute({}, true);
+    EventLog plain;
+    plain.mute(EventCategories::all());
+    for (EventLog* log : {&kept, &unkept, &plain}) {
+        log->set_step(3);
+        log->event(EventCategory::alloc, "{request} +{blocks}").request("r0").blocks("blocks", std::vector<int>{4, 5});
+        log->event(EventCategory::schedule, "x").requests("new", std::vector<std::string>{"r0", "r1"})
+            .request_counts("counts", CountList{{"r0", 2}}).flag("f", true).text("t", "why")
+            .block_groups("g", std::vector<std::vector<int>>{{1}, {2, 3}});
+    }
+    CHECK(kept.events().size() == 2);
+    CHECK(unkept.events().empty());
+    CHECK(kept.fingerprint() == unkept.fingerprint());
+    CHECK(kept.fingerprint() == fingerprint_of(kept.events()));
+    CHECK(plain.fingerprint() != kept.fingerprint());  // not fingerprinting: nothing folded
+    EventLog changed;
+    changed.mute({}, true);
+    changed.set_step(3);
+    changed.event(EventCategory::alloc, "{request} +{blocks}").request("r0").blocks("blocks", std::vector<int>{4, 6});
+    EventLog first_only;
+    first_only.mute({}, true);
+    first_only.set_step(3);
+    first_only.event(EventCategory::alloc, "{request} +{blocks}").request("r0").blocks("blocks", std::vector<int>{4, 5});
+    CHECK(changed.fingerprint() != first_only.fingerprint());
+}
 
 TEST_CASE("a muted run decides as the full run does, and a failing search run keeps its events", "[run][events]") {
     const std::vector<CorpusTrace> traces = corpus_traces();
@@ -59,6 +102,12 @@ TEST_CASE("a muted run decides as the full run does, and a failing search run ke
             require_same_outcome(full, muted);
             CHECK(muted.events.empty());
             CHECK_FALSE(full.events.empty());
+            // the determinism replay of a muted run: every event of the full run folded, none kept
+            const RunResult replayed =
+                run_trace(trace, variant, RunOptions{.check_determinism = true, .text_log = false, .events = false});
+            require_same_outcome(full, replayed);
+            CHECK(replayed.events.empty());
+            CHECK(replayed.events_fingerprint == fingerprint_of(full.events));
             const RunResult search = run_for_search(trace, variant);
             require_same_outcome(full, search);
             const bool failed = full.verdict != Verdict::pass || full.internal_error;
@@ -114,17 +163,24 @@ TEST_CASE("EventCategories: a bit per category", "[events]") {
     }
 }
 
-TEST_CASE("events off is ignored when the text log, the determinism replay or the timeline needs them", "[run][events]") {
+TEST_CASE("events off is ignored when the text log or the timeline needs them, and a muted replay compares fingerprints",
+          "[run][events]") {
     const Trace trace = parse_trace_file(std::string(KVSIM_SOURCE_DIR) + "/corpus/examples/01_single_request.trace");
     const Variant variant = require_variant("v0.30.0");
     const RunResult with_text = run_trace(trace, variant, RunOptions{.text_log = true, .events = false});
     CHECK_FALSE(with_text.events.empty());
     CHECK_FALSE(with_text.log.empty());
-    const RunResult replayed = run_trace(trace, variant, RunOptions{.check_determinism = true, .text_log = false, .events = false});
+    const RunOptions muted_replay{.check_determinism = true, .text_log = false, .events = false};
+    const RunResult replayed = run_trace(trace, variant, muted_replay);
     CHECK(replayed.verdict == Verdict::pass);
-    CHECK(replayed.events.size() == with_text.events.size());  // compared as typed events: no text, no digest
+    CHECK(replayed.events.empty());  // muted: no text, no digest, no event kept
     CHECK(replayed.log.empty());
     CHECK(replayed.digest == 0);
+    // the fold of every event: another run's is the same, another trace's is not, a run without the replay has none
+    CHECK(replayed.events_fingerprint == run_trace(trace, variant, muted_replay).events_fingerprint);
+    CHECK(replayed.events_fingerprint == fingerprint_of(with_text.events));
+    const Trace other = parse_trace_file(std::string(KVSIM_SOURCE_DIR) + "/corpus/examples/02_shared_prefix.trace");
+    CHECK(replayed.events_fingerprint != run_trace(other, variant, muted_replay).events_fingerprint);
     const RunResult timeline = run_trace(trace, variant, RunOptions{.record_timeline = true, .text_log = false, .events = false});
     CHECK(timeline.timeline.has_value());
     CHECK_FALSE(timeline.events.empty());

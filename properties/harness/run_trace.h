@@ -21,6 +21,9 @@ struct RunResult {
     int steps = 0;          // steps executed
     std::string log;        // the event log's text, rendered from `events`
     std::uint64_t digest = 0;
+    // With RunOptions::check_determinism on a muted run (EventLog::mute, fingerprint): the fold of
+    // every event, which the replay compares; else the fold of none.
+    std::uint64_t events_fingerprint = 0;
     bool internal_error = false;  // kvsim's own model precondition failed
     // Request lifecycle transitions the run made, as "FROM->TO" keys (transition_key in
     // properties/lifecycle/lifecycle_graph.h): the lifecycle coverage of this trace. A key that is
@@ -42,12 +45,14 @@ struct RunResult {
 
 struct RunOptions {
     // Replay and compare the logs: their texts and digests, or without text_log their typed events
-    // (the texts are rendered only when the events differ, for the finding).
+    // (the texts are rendered only when the events differ, for the finding), or on a muted run
+    // (`events` off) the fingerprints of their events, the pair run again with the events when those
+    // differ.
     bool check_determinism = false;
     bool record_timeline = false;    // keep the step-by-step timeline (the views of a run)
     // false: RunResult::log stays empty and digest 0 (nobody formats the text; `events` are kept).
     bool text_log = true;
-    // false (with text_log, check_determinism and record_timeline off): the event log is muted and
+    // false (with text_log and record_timeline off): the event log is muted and
     // RunResult::events stays empty; verdict, signature, message, findings and crash are the same.
     // For runs nobody reads the events of (a fuzz input that passes); a caller that needs the events
     // of a failing run runs it again with them.

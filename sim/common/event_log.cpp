@@ -1,6 +1,7 @@
 #include "sim/common/event_log.h"
 
 #include <array>
+#include <type_traits>
 
 #include "sim/common/stable_hash.h"
 
@@ -139,16 +140,50 @@ std::string render_line(const LogEvent& event) {
     return fmt::format("{:>5} {:<9} {}\n", event.step, to_string(event.category), render_text(event));
 }
 
-EventBuilder::EventBuilder(EventLog* log, EventCategory category, std::string_view format)
-    : log_(log), discard_(log != nullptr && !log->keeps(category)) {
-    if (discard_) return;
+EventBuilder::EventBuilder(EventLog* log, EventCategory category, std::string_view format) : log_(log) {
+    if (log != nullptr && !log->keeps(category)) {
+        mode_ = log->fingerprinting() ? Mode::fold : Mode::discard;
+        if (mode_ == Mode::fold) fold_.start(category, format);
+        return;
+    }
     event_.category = category;
     event_.format = format;
     event_.fields.reserve(kFieldsReserved);
 }
 
 EventBuilder::~EventBuilder() {
-    if (log_ != nullptr && !discard_) log_->append(std::move(event_));
+    if (log_ == nullptr) return;
+    if (mode_ == Mode::build) log_->append(std::move(event_));
+    if (mode_ == Mode::fold) log_->fold(fold_.hash);
+}
+
+void EventFold::value(const FieldValue& value) {
+    std::visit(
+        [&](const auto& v) {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, std::int64_t>) integer(v);
+            else if constexpr (std::is_same_v<T, std::string>) text(v);
+            else if constexpr (std::is_same_v<T, IdList>) ids(v);
+            else if constexpr (std::is_same_v<T, NameList>) names(v);
+            else if constexpr (std::is_same_v<T, GroupList>) {
+                integer(static_cast<std::int64_t>(v.size()));
+                for (const IdList& group : v) ids(group);
+            } else {
+                integer(static_cast<std::int64_t>(v.size()));
+                for (const auto& [name, count] : v) {
+                    text(name);
+                    integer(count);
+                }
+            }
+        },
+        value);
+}
+
+std::uint64_t fold_event(const LogEvent& event) {
+    EventFold fold;
+    fold.start(event.category, event.format);
+    for (const Field& f : event.fields) fold.value(f.value);
+    return fold.hash;
 }
 
 EventBuilder& EventBuilder::add(std::string_view key, FieldKind kind, FieldValue value) {
@@ -157,6 +192,7 @@ EventBuilder& EventBuilder::add(std::string_view key, FieldKind kind, FieldValue
 }
 
 void EventLog::append(LogEvent event) {
+    if (fingerprinting_) fold(fold_event(event));
     if (!keeps(event.category)) return;
     event.step = step_;
     events_.push_back(std::move(event));

@@ -5,6 +5,7 @@
 // Byte-identical for the same trace and seed on every build.
 #include <cstdint>
 #include <initializer_list>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +14,8 @@
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "sim/common/stable_hash.h"
 
 namespace kvsim {
 
@@ -115,51 +118,96 @@ std::string render_line(const LogEvent& event);
 
 class EventLog;
 
+// The fold of one event into a muted log's fingerprint (EventLog::mute): its category, format and
+// field values in order. What a fingerprinting builder folds field by field, without building them.
+struct EventFold {
+    std::uint64_t hash = kFnvOffset;
+    void integer(std::int64_t v) { hash = hash_combine(hash, static_cast<std::uint64_t>(v)); }
+    void text(std::string_view v) { hash = hash_combine(hash, fnv1a(v)); }
+    void ids(const auto& ids) {
+        integer(static_cast<std::int64_t>(std::size(ids)));
+        for (auto id : ids) integer(static_cast<std::int64_t>(id));
+    }
+    void names(const auto& names) {
+        integer(static_cast<std::int64_t>(std::size(names)));
+        for (const auto& name : names) text(name);
+    }
+    void start(EventCategory category, std::string_view format) {
+        integer(static_cast<std::int64_t>(category));
+        text(format);
+    }
+    void value(const FieldValue& value);
+};
+std::uint64_t fold_event(const LogEvent& event);
+
 // Builds one event and appends it to the log when it goes out of scope (end of the statement).
 class EventBuilder {
 public:
     EventBuilder(EventLog* log, EventCategory category, std::string_view format);
     EventBuilder(EventBuilder&& other) noexcept
-        : log_(std::exchange(other.log_, nullptr)), discard_(other.discard_), event_(std::move(other.event_)) {}
+        : log_(std::exchange(other.log_, nullptr)), mode_(other.mode_), fold_(other.fold_), event_(std::move(other.event_)) {}
     EventBuilder(const EventBuilder&) = delete;
     EventBuilder& operator=(const EventBuilder&) = delete;
     ~EventBuilder();
 
-    // Each adds a field; on an event the muted log does not keep, none builds its value.
-    EventBuilder& request(std::string id) { return discarded() ? *this : add("request", FieldKind::request, std::move(id)); }
+    // Each adds a field; on an event the muted log does not keep, none builds its value (a
+    // fingerprinting log folds the value instead, as EventFold::value folds the field it would be).
+    EventBuilder& request(std::string id) {
+        if (mode_ == Mode::fold) fold_.text(id);
+        return mode_ != Mode::build ? *this : add("request", FieldKind::request, std::move(id));
+    }
     EventBuilder& integer(std::string_view key, std::int64_t v) {
-        return discarded() ? *this : add(key, FieldKind::integer, v);
+        if (mode_ == Mode::fold) fold_.integer(v);
+        return mode_ != Mode::build ? *this : add(key, FieldKind::integer, v);
     }
     EventBuilder& flag(std::string_view key, bool v) {
-        return discarded() ? *this : add(key, FieldKind::flag, std::int64_t{v});
+        return mode_ == Mode::build ? add(key, FieldKind::flag, std::int64_t{v}) : integer(key, v);
     }
     EventBuilder& text(std::string_view key, std::string v) {
-        return discarded() ? *this : add(key, FieldKind::text, std::move(v));
+        if (mode_ == Mode::fold) fold_.text(v);
+        return mode_ != Mode::build ? *this : add(key, FieldKind::text, std::move(v));
     }
     EventBuilder& status(std::string_view key, std::string_view v) {
-        return discarded() ? *this : add(key, FieldKind::status, std::string(v));
+        if (mode_ == Mode::fold) fold_.text(v);
+        return mode_ != Mode::build ? *this : add(key, FieldKind::status, std::string(v));
     }
     EventBuilder& blocks(std::string_view key, const auto& ids) {
-        return discarded() ? *this : add(key, FieldKind::blocks, to_id_list(ids));
+        if (mode_ == Mode::fold) fold_.ids(ids);
+        return mode_ != Mode::build ? *this : add(key, FieldKind::blocks, to_id_list(ids));
     }
     EventBuilder& block_groups(std::string_view key, const auto& groups) {
-        return discarded() ? *this : add(key, FieldKind::block_groups, to_group_list(groups));
+        if (mode_ == Mode::fold) {
+            fold_.integer(static_cast<std::int64_t>(std::size(groups)));
+            for (const auto& group : groups) fold_.ids(group);
+        }
+        return mode_ != Mode::build ? *this : add(key, FieldKind::block_groups, to_group_list(groups));
     }
     EventBuilder& requests(std::string_view key, const auto& ids) {
-        return discarded() ? *this : add(key, FieldKind::requests, NameList(ids.begin(), ids.end()));
+        if (mode_ == Mode::fold) fold_.names(ids);
+        return mode_ != Mode::build ? *this : add(key, FieldKind::requests, NameList(ids.begin(), ids.end()));
     }
     EventBuilder& request_counts(std::string_view key, CountList counts) {
-        return discarded() ? *this : add(key, FieldKind::request_counts, std::move(counts));
+        if (mode_ == Mode::fold) {
+            fold_.integer(static_cast<std::int64_t>(counts.size()));
+            for (const auto& [name, count] : counts) {
+                fold_.text(name);
+                fold_.integer(count);
+            }
+        }
+        return mode_ != Mode::build ? *this : add(key, FieldKind::request_counts, std::move(counts));
     }
 
     // The event, for callers that collect events instead of logging them (connector metadata).
     LogEvent take() { return std::move(event_); }
 
 private:
-    bool discarded() const { return discard_; }
+    // build: the event is built and appended; fold: a fingerprinting muted log does not keep it, its
+    // values are folded into the log's fingerprint; discard: a muted log does not keep it.
+    enum class Mode : std::uint8_t { build, fold, discard };
     EventBuilder& add(std::string_view key, FieldKind kind, FieldValue value);
     EventLog* log_;
-    bool discard_ = false;  // an event the muted log does not keep: nothing is built or appended
+    Mode mode_ = Mode::build;
+    EventFold fold_;
     LogEvent event_;
 };
 
@@ -172,8 +220,19 @@ class EventLog {
 public:
     // A muted log keeps only the events of `kept` (none by default: a run nobody reads the events
     // of, RunOptions::events off); the model never reads its own log, so muting changes nothing else.
-    void mute(EventCategories kept = {}) { kept_ = kept; }
+    // With `fingerprint`, every event, kept or not, is also folded into fingerprint(): two runs with
+    // the same events have the same fingerprint, and nothing is built for an event not kept.
+    void mute(EventCategories kept = {}, bool fingerprint = false) {
+        kept_ = kept;
+        fingerprinting_ = fingerprint;
+    }
     bool keeps(EventCategory category) const { return kept_.contains(category); }
+    bool fingerprinting() const { return fingerprinting_; }
+    // Whether an event of `category` is read, kept or folded: work that only builds events skips otherwise.
+    bool wants(EventCategory category) const { return fingerprinting_ || keeps(category); }
+    // The fold of every event since the log was muted with `fingerprint` (EventFold), step by step.
+    std::uint64_t fingerprint() const { return fingerprint_; }
+    void fold(std::uint64_t event) { fingerprint_ = hash_combine(hash_combine(fingerprint_, event), static_cast<std::uint64_t>(step_)); }
     void set_step(int step) { step_ = step; }
     int step() const { return step_; }
 
@@ -203,6 +262,8 @@ private:
     mutable std::size_t rendered_ = 0;  // events_[0, rendered_) are in text_ and digest_
     int step_ = 0;
     EventCategories kept_ = EventCategories::all();  // every category until muted
+    bool fingerprinting_ = false;
+    std::uint64_t fingerprint_ = kFnvOffset;
 };
 
 // "[1,2,3]" — the one way block lists appear in the log.

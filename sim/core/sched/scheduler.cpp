@@ -122,7 +122,7 @@ SchedulerOutput Scheduler::schedule(int step) {
 
     if (connector_ != nullptr) {
         out.kv_connector_metadata = connector_->build_connector_meta(out);
-        if (out.kv_connector_metadata && log_.keeps(EventCategory::meta))
+        if (out.kv_connector_metadata && log_.wants(EventCategory::meta))
             for (LogEvent& event : out.kv_connector_metadata->log_events()) log_.append(std::move(event));
     }
     if (out.kv_connector_block_state) spare_block_state_ = std::move(*out.kv_connector_block_state);
@@ -565,7 +565,7 @@ void Scheduler::build_output(StepState& st, SchedulerOutput& out) {
 
     snapshot_block_state(out);
 
-    if (!log_.keeps(EventCategory::schedule)) return;
+    if (!log_.wants(EventCategory::schedule)) return;
     CountList new_tokens, cached_tokens;
     for (const auto& nr : out.scheduled_new_reqs)
         new_tokens.emplace_back(nr.req_id, out.num_scheduled_tokens.at(nr.req_id));
