@@ -165,16 +165,8 @@ void EventFold::value(const FieldValue& value) {
             else if constexpr (std::is_same_v<T, std::string>) text(v);
             else if constexpr (std::is_same_v<T, IdList>) ids(v);
             else if constexpr (std::is_same_v<T, NameList>) names(v);
-            else if constexpr (std::is_same_v<T, GroupList>) {
-                integer(static_cast<std::int64_t>(v.size()));
-                for (const IdList& group : v) ids(group);
-            } else {
-                integer(static_cast<std::int64_t>(v.size()));
-                for (const auto& [name, count] : v) {
-                    text(name);
-                    integer(count);
-                }
-            }
+            else if constexpr (std::is_same_v<T, GroupList>) groups(v);
+            else counts(v);
         },
         value);
 }

@@ -132,6 +132,17 @@ struct EventFold {
         integer(static_cast<std::int64_t>(std::size(names)));
         for (const auto& name : names) text(name);
     }
+    void groups(const auto& groups) {
+        integer(static_cast<std::int64_t>(std::size(groups)));
+        for (const auto& group : groups) ids(group);
+    }
+    void counts(const CountList& counts) {
+        integer(static_cast<std::int64_t>(counts.size()));
+        for (const auto& [name, count] : counts) {
+            text(name);
+            integer(count);
+        }
+    }
     void start(EventCategory category, std::string_view format) {
         integer(static_cast<std::int64_t>(category));
         text(format);
@@ -145,7 +156,10 @@ class EventBuilder {
 public:
     EventBuilder(EventLog* log, EventCategory category, std::string_view format);
     EventBuilder(EventBuilder&& other) noexcept
-        : log_(std::exchange(other.log_, nullptr)), mode_(other.mode_), fold_(other.fold_), event_(std::move(other.event_)) {}
+        : log_(std::exchange(other.log_, nullptr)),
+          mode_(other.mode_),
+          fold_(other.fold_),
+          event_(std::move(other.event_)) {}
     EventBuilder(const EventBuilder&) = delete;
     EventBuilder& operator=(const EventBuilder&) = delete;
     ~EventBuilder();
@@ -176,10 +190,7 @@ public:
         return mode_ != Mode::build ? *this : add(key, FieldKind::blocks, to_id_list(ids));
     }
     EventBuilder& block_groups(std::string_view key, const auto& groups) {
-        if (mode_ == Mode::fold) {
-            fold_.integer(static_cast<std::int64_t>(std::size(groups)));
-            for (const auto& group : groups) fold_.ids(group);
-        }
+        if (mode_ == Mode::fold) fold_.groups(groups);
         return mode_ != Mode::build ? *this : add(key, FieldKind::block_groups, to_group_list(groups));
     }
     EventBuilder& requests(std::string_view key, const auto& ids) {
@@ -187,13 +198,7 @@ public:
         return mode_ != Mode::build ? *this : add(key, FieldKind::requests, NameList(ids.begin(), ids.end()));
     }
     EventBuilder& request_counts(std::string_view key, CountList counts) {
-        if (mode_ == Mode::fold) {
-            fold_.integer(static_cast<std::int64_t>(counts.size()));
-            for (const auto& [name, count] : counts) {
-                fold_.text(name);
-                fold_.integer(count);
-            }
-        }
+        if (mode_ == Mode::fold) fold_.counts(counts);
         return mode_ != Mode::build ? *this : add(key, FieldKind::request_counts, std::move(counts));
     }
 
@@ -232,7 +237,9 @@ public:
     bool wants(EventCategory category) const { return fingerprinting_ || keeps(category); }
     // The fold of every event since the log was muted with `fingerprint` (EventFold), step by step.
     std::uint64_t fingerprint() const { return fingerprint_; }
-    void fold(std::uint64_t event) { fingerprint_ = hash_combine(hash_combine(fingerprint_, event), static_cast<std::uint64_t>(step_)); }
+    void fold(std::uint64_t event) {
+        fingerprint_ = hash_combine(hash_combine(fingerprint_, event), static_cast<std::uint64_t>(step_));
+    }
     void set_step(int step) { step_ = step; }
     int step() const { return step_; }
 
