@@ -143,7 +143,6 @@ bool flag_on(const char* value) { return value != nullptr && std::strcmp(value, 
     std::abort();
 }
 
-
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {

@@ -14,13 +14,6 @@ bool stopped_idle(const RunResult& result, const RunOptions& options) {
     return result.findings.front().fact("stalled") == std::optional<std::int64_t>(options.idle_steps);
 }
 
-// The run's registry entry; null on a pass or an internal error (left to the caller) and when NEW.
-const KnownEntry* known_entry(const Registry& registry, const Trace& trace, const Variant& variant,
-                              const RunResult& result, const RunOptions& options, VariantReruns* reruns) {
-    if (result.internal_error || result.verdict == Verdict::pass) return nullptr;
-    return classify(registry, trace, variant, result, options, reruns);
-}
-
 bool undecided(const InputJudgement& j) {
     return !j.result.internal_error && j.result.verdict != Verdict::pass && j.known == nullptr;
 }
@@ -31,14 +24,14 @@ InputJudgement judge_input(const Registry& registry, const Trace& trace, const V
                            VariantReruns* reruns) {
     InputJudgement j;
     j.result = run_trace(trace, variant, options);
-    j.known = known_entry(registry, trace, variant, j.result, options, reruns);
+    j.known = classify(registry, trace, variant, j.result, options, reruns);
     if (undecided(j) && stopped_idle(j.result, options)) {
         // a slow recomputation, or a counterfactual that drains slowly, fits the hang budget: cheaper
         // than a run to the step limit
         j.idle_rerun = true;
         options.idle_steps = 0;
         j.result = run_trace(trace, variant, options);
-        j.known = known_entry(registry, trace, variant, j.result, options, reruns);
+        j.known = classify(registry, trace, variant, j.result, options, reruns);
     }
     if (undecided(j)) {
         j.new_rerun = true;
@@ -46,7 +39,7 @@ InputJudgement judge_input(const Registry& registry, const Trace& trace, const V
         options.stall_steps = 0;
         options.idle_steps = 0;
         j.result = run_for_search(trace, variant, options);
-        j.known = known_entry(registry, trace, variant, j.result, options, reruns);
+        j.known = classify(registry, trace, variant, j.result, options, reruns);
     }
     return j;
 }
