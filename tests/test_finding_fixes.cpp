@@ -52,6 +52,7 @@ const std::map<std::string, std::string>& trace_of_patch() {
         {"defer_save_over_sync_load", "failed_sync_load_shared_prefix_saved"},
         {"discard_inflight_on_failed_load+pr57841", "failed_load_self_reservation_with_pending_head"},
         {"rollback_placeholders_on_failed_load", "failed_load_keeps_async_placeholders"},
+        {"pr49252+rollback_placeholders_on_failed_load+cap_rollback_full_prompt", "pr49252_discards_one_frame_too_few"},
         {"defer_free_for_loading_producer", "inflight_write_producer_store_load"},
         {"cap_failed_load_full_prompt", "shared_failed_block_keeps_full_prompt"},
         {"defer_save_over_sync_load+store_tracker_rewind", "failed_sync_load_shared_prefix_saved_with_tracker_not_rewound"},
@@ -80,7 +81,8 @@ const std::vector<std::string>& second_witnesses() {
                                                    "failed_load_keeps_async_placeholders_hang",
                                                    "pending_head_hides_failed_load_self_reservation",
                                                    "failed_sync_load_shared_prefix_saved_fail_policy",
-                                                   "failed_load_keeps_async_placeholders_hang_with_stranded_sharer"};
+                                                   "failed_load_keeps_async_placeholders_hang_with_stranded_sharer",
+                                                   "failed_load_keeps_async_placeholders_double_rewind"};
     return names;
 }
 // Finding traces of a variant from before an upstream fix (a historical release, or a preset with a

@@ -65,7 +65,7 @@ const std::vector<FlagRow>& flag_rows() {
         flag_row<&Variant::save_over_loading_block>("save_over_loading_block",
                                                     {{"emitted", ""}, {"deferred", "kvsim fix"}}),
         flag_row<&Variant::failed_load_placeholders>("failed_load_placeholders",
-                                                     {{"kept", ""}, {"rolled_back", "#45146/#45430, open"}}),
+                                                     {{"kept", ""}, {"rolled_back", "#45430, closed"}, {"rolled_back_but_one", "#49252, open"}}),
         flag_row<&Variant::failed_load_full_prompt>("failed_load_full_prompt", {{"kept", ""}, {"capped", "kvsim fix"}}),
         flag_row<&Variant::rollback_full_prompt>("rollback_full_prompt", {{"stranded", ""}, {"capped", "kvsim fix"}}),
         // vllm/config/vllm.py VllmConfig.__post_init__ @ 09f030eaf851400a83ad3d99f730868f76df0ca7 and
@@ -241,6 +241,10 @@ const std::vector<Patch>& patches() {
                       .description = "upstream #42568 (open): async loads in flight count toward max_num_seqs and the "
                       "token budget, and cap later async loads"},
              .settings = {{.flag = "async_load_accounting", .value = "counted"}}},
+            {.info = {.name = "pr49252",
+                      .description = "upstream #49252 (open): a request rewound by a failed sync load drops its output "
+                      "placeholders and discards all but one of their frames"},
+             .settings = {{.flag = "failed_load_placeholders", .value = "rolled_back_but_one"}}},
             {.info = {.name = "pr45406",
                       .description = "upstream #45406 (closed): a waiting request that cannot be admitted is skipped for "
                       "the step while a queued request holds blocks"},

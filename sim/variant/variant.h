@@ -86,9 +86,10 @@ enum class BlocklessFailedLoad { stays_skipped, requeued_waiting };
 // step writes is emitted, or deferred to a later step with its watermark rolled back.
 enum class SaveOverLoadingBlock { emitted, deferred };
 // Async scheduling, recompute policy: a request rewound by a failed sync load keeps the output
-// placeholders of the steps in flight (issue #45138), or they are rolled back and the outputs of
-// later steps still in flight are discarded (#45146, #45430, #49252, all open or closed unmerged).
-enum class FailedLoadPlaceholders { kept, rolled_back };
+// placeholders of the steps in flight (issue #45138), or they are rolled back: the frames of steps in
+// flight other than the processed one are discarded (#45430's rule, closed unmerged), or all but one of
+// them whether or not the processed output carries the request (#49252, open).
+enum class FailedLoadPlaceholders { kept, rolled_back, rolled_back_but_one };
 // Scheduler._update_waiting_for_remote_kv, failed branch: a request whose invalid blocks another request of the
 // same scan marked keeps its whole count, the full prompt after a full-prompt load (upstream), or gives back the
 // last token as the success branch does, so it can sample (kvsim fix).

@@ -19,8 +19,12 @@ protected:
     bool update_request_with_output(Request& request, const std::vector<TokenId>& sampled) override;
     // failed_load_placeholders=rolled_back: the rule proposed for issue #45138 by vllm-project/vllm#45430
     // (#45146 zeroes the placeholders only): placeholders of this step go with its skipped output, those of
-    // later steps in flight become async_tokens_to_discard.
+    // later steps in flight become async_tokens_to_discard; rolled_back_but_one: #49252's rule.
     void on_rewound_by_failed_load(Request& request, bool sampled) override;
+
+private:
+    void roll_back_frames_in_flight(Request& request, bool sampled);
+    void roll_back_all_but_one(Request& request);
 };
 
 }  // namespace kvsim
