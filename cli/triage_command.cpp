@@ -3,6 +3,7 @@
 // (fuzz/campaign/triage.h does the work).
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -37,9 +38,25 @@ void count(const TriagedArtifact& t, Counts& c) {
     else ++c.fresh;
 }
 
+// An artifact that is not a readable file is the caller's mistake (a directory, a typo), not an
+// artifact that fails to parse: one line naming it, before any is triaged.
+bool artifacts_readable(const std::vector<std::string>& artifacts) {
+    for (const std::string& artifact : artifacts) {
+        std::error_code ec;
+        const char* problem = nullptr;
+        if (std::filesystem::is_directory(artifact, ec)) problem = "is a directory, not an artifact";
+        else if (!std::ifstream(artifact, std::ios::binary)) problem = "cannot open";
+        if (problem == nullptr) continue;
+        std::cerr << "kvsim: " << artifact << ":0: artifact: " << problem << "\n";
+        return false;
+    }
+    return true;
+}
+
 }  // namespace
 
 int run_triage(const TriageOptions& options) {
+    if (!artifacts_readable(options.artifacts)) return exit_code::kInputError;
     int failure = 0;
     const Registry* registry = registry_from_option(options.registry, &failure);
     if (registry == nullptr) return failure;

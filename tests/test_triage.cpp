@@ -226,6 +226,14 @@ TEST_CASE("triage keeps an artifact that does not replay to a finding under its 
     REQUIRE(nlohmann::json::parse(slurp(not_a_trace / "triage.json"))["files"]["page"].is_null());
     REQUIRE(fs::exists(box.dir / "findings" / "v0.29.0" / "unreproduced:crash_replays_pass" / "page.html"));
     REQUIRE(box.triage("v0.29.0", "").exit_code == 64);  // no artifact
+    // a directory or a missing file is the caller's mistake: one line, exit 65, nothing triaged
+    const auto dir = box.triage("v0.29.0", passes + " " + box.dir.string());
+    REQUIRE(dir.exit_code == 65);
+    REQUIRE_THAT(dir.err, Catch::Contains(box.dir.string() + ":0: artifact: is a directory, not an artifact"));
+    REQUIRE(dir.out.empty());
+    const auto missing = box.triage("v0.29.0", (box.dir / "crash-missing").string());
+    REQUIRE(missing.exit_code == 65);
+    REQUIRE_THAT(missing.err, Catch::Contains("crash-missing:0: artifact: cannot open"));
     const auto bad = box.artifact("bad.registry", "finding x\n  colour blue\n");
     const auto broken = box.triage("v0.29.0", "--registry " + bad + " " + passes);
     REQUIRE(broken.exit_code == 65);
