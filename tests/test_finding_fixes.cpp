@@ -50,6 +50,8 @@ const std::map<std::string, std::string>& trace_of_patch() {
         {"store_tracker_rewind", "store_tracker_not_rewound_after_failed_load"},
         {"requeue_blockless_failed_load", "failed_load_leaves_blockless_head"},
         {"defer_save_over_sync_load", "failed_sync_load_shared_prefix_saved"},
+        {"defer_save_over_inflight_sync_load+rollback_placeholders_on_failed_load",
+         "async_inflight_save_over_failed_sync_load"},
         {"discard_inflight_on_failed_load+pr57841", "failed_load_self_reservation_with_pending_head"},
         {"rollback_placeholders_on_failed_load", "failed_load_keeps_async_placeholders"},
         {"pr49252+rollback_placeholders_on_failed_load+cap_rollback_full_prompt", "pr49252_discards_one_frame_too_few"},
@@ -73,7 +75,7 @@ const std::map<std::string, std::string>& trace_of_patch() {
 // Finding traces that have no fix patch yet (they expect their failure on every variant they name),
 // and second witnesses of a finding whose patch has its own trace above.
 const std::vector<std::string>& unfixed_findings() {
-    static const std::vector<std::string> names = {"async_inflight_save_over_failed_sync_load"};
+    static const std::vector<std::string> names = {};
     return names;
 }
 const std::vector<std::string>& second_witnesses() {

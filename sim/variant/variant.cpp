@@ -62,8 +62,9 @@ const std::vector<FlagRow>& flag_rows() {
         flag_row<&Variant::store_tracker_rewind>("store_tracker_rewind", {{"off", ""}, {"on", "kvsim fix"}}),
         flag_row<&Variant::blockless_failed_load>(
             "blockless_failed_load", {{"stays_skipped", ""}, {"requeued_waiting", "#57841's limit, kvsim fix"}}),
-        flag_row<&Variant::save_over_loading_block>("save_over_loading_block",
-                                                    {{"emitted", ""}, {"deferred", "kvsim fix"}}),
+        flag_row<&Variant::save_over_loading_block>(
+            "save_over_loading_block",
+            {{"emitted", ""}, {"deferred", "kvsim fix"}, {"deferred_while_unprocessed", "kvsim fix"}}),
         flag_row<&Variant::failed_load_placeholders>("failed_load_placeholders",
                                                      {{"kept", ""}, {"rolled_back", "#45430, closed"}, {"rolled_back_but_one", "#49252, open"}}),
         flag_row<&Variant::failed_load_full_prompt>("failed_load_full_prompt", {{"kept", ""}, {"capped", "kvsim fix"}}),
@@ -209,6 +210,11 @@ const std::vector<Patch>& patches() {
                       .description = "kvsim fix: a store save whose blocks include one a load of the same step "
                       "writes waits for a later step"},
              .settings = {{.flag = "save_over_loading_block", .value = "deferred"}},
+             .fixes_finding = true},
+            {.info = {.name = "defer_save_over_inflight_sync_load",
+                      .description = "kvsim fix: a store save also waits while a synchronous load of an earlier step "
+                      "whose output is not yet processed writes its blocks"},
+             .settings = {{.flag = "save_over_loading_block", .value = "deferred_while_unprocessed"}},
              .fixes_finding = true},
             {.info = {.name = "rollback_placeholders_on_failed_load",
                       .description = "fix proposed for issue #45138 (#45146, #45430): a request rewound by a failed "

@@ -83,8 +83,10 @@ enum class StoreTrackerRewind { off, on };
 // for the recompute policy).
 enum class BlocklessFailedLoad { stays_skipped, requeued_waiting };
 // MooncakeStoreScheduler.build_connector_meta: a save whose blocks include one a load of the same
-// step writes is emitted, or deferred to a later step with its watermark rolled back.
-enum class SaveOverLoadingBlock { emitted, deferred };
+// step writes is emitted, or deferred to a later step with its watermark rolled back; or deferred also
+// over the blocks a synchronous load of an earlier step writes while that step's output is not yet
+// processed (under async scheduling its failure is not known yet).
+enum class SaveOverLoadingBlock { emitted, deferred, deferred_while_unprocessed };
 // Async scheduling, recompute policy: a request rewound by a failed sync load keeps the output
 // placeholders of the steps in flight (issue #45138), or they are rolled back: the frames of steps in
 // flight other than the processed one are discarded (#45430's rule, closed unmerged), or all but one of

@@ -20,6 +20,7 @@
 // when a later RequestTracker.update appends to a list a still-queued ReqMeta holds; the appended
 // ids lie past that job's token range, so no modelled read changes.
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -99,6 +100,8 @@ private:
     // MooncakeStoreScheduler._apply_current_save_block_ids @ a83dffb9ea007219cd877492e020ec6bee45c6a3 (+ #55066 per stale_save)
     void apply_current_save_block_ids(StoreMetadata& meta, const SchedulerOutput& output);
     void defer_saves_over_loading_blocks(StoreMetadata& meta);
+    // The blocks the loads of this metadata write (save_over_loading_block).
+    std::vector<BlockId> loading_blocks(const StoreMetadata& meta) const;
     // MooncakeStoreScheduler._reference_save_blocks @ a83dffb9ea007219cd877492e020ec6bee45c6a3
     void reference_save_blocks(StoreMetadata& meta);
 
@@ -120,6 +123,9 @@ private:
     std::map<std::int64_t, PinnedSave> pinned_saves_;
     RepeatCheck pin_repeats_;  // reference_save_blocks: each block once per job
     std::set<std::string> warned_stale_saves_;  // logger.warning_once keys
+    // save_over_loading_block=deferred_while_unprocessed: per metadata built and not yet followed by its
+    // step's update_connector_output (one each, in order), the blocks its synchronous loads write.
+    std::deque<std::vector<BlockId>> unprocessed_loads_;
 };
 
 }  // namespace kvsim
