@@ -46,6 +46,7 @@
 
 #include "fuzz/judge/input_judge.h"
 #include "fuzz/mutator/trace_mutator.h"
+#include "fuzz/search_options.h"
 #include "properties/findings/classify.h"
 #include "properties/harness/run_trace.h"
 #include "sim/trace/scheduling_mode.h"
@@ -219,20 +220,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     trace.run.variant = g_campaign->variant_name;
     ++(kvsim::resolved_async_scheduling(trace.engine, g_campaign->variant) ? g_campaign->runs_async_on
                                                                             : g_campaign->runs_async_off);
-    const kvsim::fuzz::SearchBudgets budgets = kvsim::fuzz::search_budgets(trace);
-    trace.run.max_steps = budgets.steps;
     const std::uint64_t input = g_campaign->inputs++;
     const bool replay = g_campaign->determinism_every > 0 && input % g_campaign->determinism_every == 0;
-    // muted unless replayed, but for the event categories the registry reads: classifying a failing
-    // input then needs no replay of it for its events
-    kvsim::RunOptions options{.check_determinism = replay,
-                              .text_log = false,
-                              .events = false,
-                              .muted_keeps = g_campaign->events_read,
-                              .sweep_period = kvsim::fuzz::budget::kSweepPeriod,
-                              .step_checks = false,
-                              .stall_steps = budgets.stall,
-                              .idle_steps = budgets.idle};
+    // muted, but for the event categories the registry reads: classifying a failing input then needs
+    // no replay of it for its events
+    const kvsim::RunOptions options = kvsim::fuzz::search_run_options(trace, replay, g_campaign->events_read);
     const kvsim::InputJudgement judged = kvsim::judge_input(kvsim::builtin_registry(), trace, g_campaign->variant,
                                                             options, &g_campaign->variant_reruns);
     g_campaign->idle_rerun += judged.idle_rerun ? 1 : 0;

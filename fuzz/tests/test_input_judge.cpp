@@ -8,24 +8,16 @@
 #include <optional>
 
 #include "fuzz/judge/input_judge.h"
-#include "fuzz/mutator/trace_mutator.h"
+#include "fuzz/search_options.h"
 #include "sim/trace/trace_parser.h"
 #include "sim/variant/variant.h"
 
 namespace kvsim {
 namespace {
 
-// The target's options for a trace: its search budgets, muted, a sweep every kSweepPeriod steps.
+// The target's options for a trace, without the determinism replay.
 RunOptions search_options(Trace& trace) {
-    const fuzz::SearchBudgets budgets = fuzz::search_budgets(trace);
-    trace.run.max_steps = budgets.steps;
-    return RunOptions{.text_log = false,
-                      .events = false,
-                      .muted_keeps = builtin_registry().events_read(),
-                      .sweep_period = fuzz::budget::kSweepPeriod,
-                      .step_checks = false,
-                      .stall_steps = budgets.stall,
-                      .idle_steps = budgets.idle};
+    return fuzz::search_run_options(trace, false, builtin_registry().events_read());
 }
 
 // Six requests over a pool that holds them only with preemptions; one-token prefill chunks and no
