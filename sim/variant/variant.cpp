@@ -65,8 +65,9 @@ const std::vector<FlagRow>& flag_rows() {
         flag_row<&Variant::save_over_loading_block>(
             "save_over_loading_block",
             {{"emitted", ""}, {"deferred", "kvsim fix"}, {"deferred_while_unprocessed", "kvsim fix"}}),
-        flag_row<&Variant::failed_load_placeholders>("failed_load_placeholders",
-                                                     {{"kept", ""}, {"rolled_back", "#45430, closed"}, {"rolled_back_but_one", "#49252, open"}}),
+        flag_row<&Variant::failed_load_placeholders>(
+            "failed_load_placeholders",
+            {{"kept", ""}, {"rolled_back", "#45430, closed"}, {"rolled_back_but_one", "#49252, open"}}),
         flag_row<&Variant::failed_load_full_prompt>("failed_load_full_prompt", {{"kept", ""}, {"capped", "kvsim fix"}}),
         flag_row<&Variant::rollback_full_prompt>("rollback_full_prompt", {{"stranded", ""}, {"capped", "kvsim fix"}}),
         // vllm/config/vllm.py VllmConfig.__post_init__ @ 09f030eaf851400a83ad3d99f730868f76df0ca7 and
@@ -217,7 +218,7 @@ const std::vector<Patch>& patches() {
              .settings = {{.flag = "save_over_loading_block", .value = "deferred_while_unprocessed"}},
              .fixes_finding = true},
             {.info = {.name = "rollback_placeholders_on_failed_load",
-                      .description = "fix proposed for issue #45138 (#45146, #45430): a request rewound by a failed "
+                      .description = "fix proposed for issue #45138 (#45430's rule): a request rewound by a failed "
                       "sync load drops its output placeholders and discards the outputs of later steps in flight"},
              .settings = {{.flag = "failed_load_placeholders", .value = "rolled_back"}},
              .fixes_finding = true},

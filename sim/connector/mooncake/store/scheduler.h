@@ -124,7 +124,7 @@ private:
     RepeatCheck pin_repeats_;  // reference_save_blocks: each block once per job
     std::set<std::string> warned_stale_saves_;  // logger.warning_once keys
     // save_over_loading_block=deferred_while_unprocessed: per metadata built and not yet followed by its
-    // step's update_connector_output (one each, in order), the blocks its synchronous loads write.
+    // step's update_connector_output (one each, in order), the blocks its loads write.
     std::deque<std::vector<BlockId>> unprocessed_loads_;
 };
 
