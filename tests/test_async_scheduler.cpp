@@ -10,6 +10,7 @@
 
 #include "properties/harness/run_trace.h"
 #include "scheduler_fixture.h"
+#include "sim/connector/mock/mock_connector.h"
 #include "sim/core/sched/async_scheduler.h"
 #include "sim/trace/trace_parser.h"
 #include "sim/trace/trace_printer.h"
@@ -35,7 +36,9 @@ EngineConfig roomy_engine() {
 using Batch = std::pair<SchedulerOutput, ModelRunnerOutput>;
 
 struct AsyncHarness {
-    AsyncHarness() : scheduler(config, require_variant("v0.30.0"), nullptr, log, {.max_concurrent_batches = 2}) {}
+    AsyncHarness() : AsyncHarness(roomy_engine(), require_variant("v0.30.0"), nullptr, {.max_concurrent_batches = 2}) {}
+    AsyncHarness(EngineConfig cfg, const Variant& variant, KVConnectorScheduler* connector, SchedulerOptions options)
+        : config(cfg), scheduler(config, variant, connector, log, options) {}
 
     void add(const std::string& id, int prompt_len, int max_tokens) {
         scheduler.add_request(std::make_unique<Request>(id, tokens(prompt_len, 1000 * static_cast<int>(++added)),
@@ -51,7 +54,7 @@ struct AsyncHarness {
         return batch;
     }
 
-    EngineConfig config = roomy_engine();
+    EngineConfig config;
     EventLog log;
     AsyncScheduler scheduler;
     int step = 0;
@@ -255,4 +258,93 @@ TEST_CASE("async scheduling: the engine keeps polling the connector while a stor
         CHECK(result.verdict == Verdict::pass);
         CHECK(result.steps < 20);
     }
+}
+
+namespace {
+
+// Two one-block prompts and one spare block: the first decode step of both needs two blocks, so r1 preempts
+// itself while the batch of its prefill is still in flight.
+EngineConfig one_spare_block() {
+    EngineConfig cfg = roomy_engine();
+    cfg.block_size = 4;
+    cfg.num_blocks = 4;  // the null block and three
+    return cfg;
+}
+
+Variant with_preempted_output(std::string_view value) {
+    Variant v = require_variant("v0.30.0");
+    REQUIRE(set_variant_flag(v, "preempted_output", value));
+    return v;
+}
+
+bool scheduled(const Batch& batch, const std::string& id) { return batch.first.num_scheduled_tokens.contains(id); }
+
+// r0 and r1 prefill in b0; b1, dispatched before b0's output, preempts r1 (its prefill tokens in flight).
+// r0 stops after two tokens, so processing b0 and b1 frees its blocks.
+std::pair<Batch, Batch> preempt_r1_in_flight(AsyncHarness& h) {
+    h.add("r0", 4, 2);
+    h.add("r1", 4, 8);
+    Batch b0 = h.dispatch();
+    Batch b1 = h.dispatch();
+    REQUIRE(h.scheduler.requests().at("r1")->status == RequestStatus::preempted);
+    REQUIRE_FALSE(scheduled(b1, "r1"));
+    return {std::move(b0), std::move(b1)};
+}
+
+}  // namespace
+
+TEST_CASE("async scheduler: a preempted request's output in flight turns stale, is delivered, and holds it back (#48245)",
+          "[async][preempted_output]") {
+    AsyncHarness h(one_spare_block(), with_preempted_output("stale_delivered"), nullptr, {.max_concurrent_batches = 2});
+    auto [b0, b1] = preempt_r1_in_flight(h);
+    const Request& r1 = *h.scheduler.requests().at("r1");
+    CHECK(r1.num_stale_output_tokens == 4);
+    CHECK(r1.num_in_flight_tokens == 4);
+    CHECK(r1.num_output_placeholders == 0);
+    CHECK_FALSE(r1.drop_stale_output);
+
+    // A block is free, but r1 is not resumed while its stale output is in flight.
+    const Batch b2 = h.dispatch();
+    CHECK_FALSE(scheduled(b2, "r1"));
+    CHECK(r1.awaits_stale_output());
+
+    h.scheduler.update_from_output(b0.first, b0.second);  // delivered: r1's token counts, no placeholder is touched
+    CHECK(r1.num_output_tokens() == 1);
+    CHECK(r1.num_stale_output_tokens == 0);
+    CHECK(r1.num_in_flight_tokens == 0);
+    CHECK(r1.num_output_placeholders == 0);
+    h.scheduler.update_from_output(b1.first, b1.second);  // r0 stops: its blocks hold r1's five tokens
+    const Batch b3 = h.dispatch();
+    CHECK(scheduled(b3, "r1"));
+    CHECK(b3.first.num_scheduled_tokens.at("r1") == 1);  // its prompt block is a prefix hit; the delivered token
+}
+
+TEST_CASE("async scheduler: a stack that must deliver KV drops the stale output and resumes at once (#50297)",
+          "[async][preempted_output]") {
+    const ConnectorSpec spec{.kind = "mock", .role = KvRole::kv_producer};  // no consumer: frees are not fenced
+    MockConnectorScheduler connector(spec);
+    AsyncHarness h(one_spare_block(), require_variant("v0.30.0"), &connector,
+                   {.max_concurrent_batches = 2, .kv_producer = true});
+    auto [b0, b1] = preempt_r1_in_flight(h);
+    const Request& r1 = *h.scheduler.requests().at("r1");
+    CHECK(r1.drop_stale_output);
+    CHECK_FALSE(r1.awaits_stale_output());
+
+    const Batch b2 = h.dispatch();  // no wait: the positions of the dropped output are sampled again
+    CHECK(scheduled(b2, "r1"));
+    h.scheduler.update_from_output(b0.first, b0.second);
+    CHECK(r1.num_output_tokens() == 0);  // b0's token of r1 is dropped
+    CHECK(r1.num_stale_output_tokens == 0);
+    CHECK(r1.num_in_flight_tokens == 4);  // b2's recomputation
+}
+
+TEST_CASE("async scheduler: before #48245 a preempted request keeps its placeholders and resumes with output in flight",
+          "[async][preempted_output]") {
+    AsyncHarness h(one_spare_block(), with_preempted_output("placeholders_kept"), nullptr, {.max_concurrent_batches = 2});
+    auto [b0, b1] = preempt_r1_in_flight(h);
+    const Request& r1 = *h.scheduler.requests().at("r1");
+    CHECK(r1.num_stale_output_tokens == 0);
+    CHECK(r1.num_output_placeholders == 1);
+    const Batch b2 = h.dispatch();
+    CHECK(scheduled(b2, "r1"));
 }

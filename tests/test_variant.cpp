@@ -10,7 +10,7 @@ using namespace kvsim;
 
 TEST_CASE("variant flags: each row lists its values with the PR that brought them", "[variant]") {
     const auto& flags = variant_flags();
-    REQUIRE(flags.size() == 26);
+    REQUIRE(flags.size() == 27);
     CHECK(flags[0].flag == "free_order");
     CHECK(flags[0].values == "append_all | fresh_head (#42656) | fresh_head_lifo (#51482)");
     CHECK(flags[4].values == "none | is_consumer (seed 000, rejected)");
@@ -24,17 +24,20 @@ TEST_CASE("variant flags: each row lists its values with the PR that brought the
         values.insert(values.end(), unfixed.begin(), unfixed.end());
         return values;
     };
-    auto with_async = [](std::vector<std::string> values, const std::string& fenced_victim) {
-        values.insert(values.end(), {"on", "fenced", "kv_consumer", fenced_victim, "uncounted", "stops_scan"});
+    auto with_async = [](std::vector<std::string> values, const std::string& fenced_victim,
+                         const std::string& preempted_output) {
+        values.insert(values.end(),
+                      {"on", "fenced", "kv_consumer", fenced_victim, "uncounted", "stops_scan", preempted_output});
         return values;
     };
     CHECK(variant_flag_values(require_variant("v0.27.1")) ==
           with_async(with_unfixed({"fresh_head", "none", "tracker_ids", "off", "none", "real", "delay_free", "fail"}),
-                     "preempted"));
+                     "preempted", "stale_delivered"));
     CHECK(variant_flag_values(require_variant("v0.30.0")) ==
           with_async(with_unfixed({"fresh_head_lifo", "every_scheduled", "assert_missing", "on", "none", "real",
                                    "store_job_pins", "fail"}),
-                     "stops_retry"));
+                     "stops_retry", "stale_dropped_for_producers"));
+    CHECK(flags[26].values == "placeholders_kept | stale_delivered (#48245) | stale_dropped_for_producers (#50297)");
     CHECK(flags[21].values == "immediate | fenced (#45357)");
     CHECK(require_variant("v0.30.0+pre45357").deferred_block_free == DeferredBlockFree::immediate);
     CHECK(require_variant("v0.30.0+pre49675").fenced_victim == FencedVictim::preempted);
@@ -47,7 +50,7 @@ TEST_CASE("variant flags: each row lists its values with the PR that brought the
     CHECK(flags[25].values == "stops_scan | skipped_for_holders (#45406, closed)");
     CHECK(require_variant("v0.30.0+pr45406").blocked_head == BlockedHead::skipped_for_holders);
     const auto all_fixes = variant_flag_values(require_variant("v0.30.0+all_fixes"));
-    CHECK(std::vector<std::string>(all_fixes.end() - 18, all_fixes.end() - 6) ==
+    CHECK(std::vector<std::string>(all_fixes.end() - 19, all_fixes.end() - 7) ==
           std::vector<std::string>{"silent", "only_when_loading", "discarded", "deferred", "stops_retry",
                                    "waits_for_pins", "on", "requeued_waiting", "deferred_while_unprocessed",
                                    "rolled_back", "capped", "capped"});

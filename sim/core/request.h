@@ -89,6 +89,13 @@ public:
     int num_external_computed_tokens = 0;
     int num_output_placeholders = 0;  // AsyncScheduler: tokens scheduled whose output is not processed yet
     int async_tokens_to_discard = 0;  // outputs still in flight when a failed load rewound the request (#45430)
+    // vllm/v1/request.py Request.__init__ @ 003df2961dd8830c317a61f9745ccd557da9fa06 (#48245):
+    int num_in_flight_tokens = 0;     // scheduled, their step's output not processed yet
+    int num_stale_output_tokens = 0;  // of those, scheduled before the request was preempted
+    bool drop_stale_output = false;   // the stale output is dropped, not delivered
+    // Scheduler.schedule, waiting phase @ 003df2961dd8830c317a61f9745ccd557da9fa06 (#48245): stale output to
+    // deliver is still in flight; resuming now could sample a position that output fills.
+    bool awaits_stale_output() const { return num_stale_output_tokens > 0 && !drop_stale_output; }
     bool is_prefill_chunk = false;    // Scheduler._update_after_schedule: this step samples no token
     std::int64_t last_sched_seq = 0;  // #45357: the schedule() call that last scheduled it
     std::optional<int> num_cached_tokens;

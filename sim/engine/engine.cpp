@@ -47,6 +47,7 @@ Engine::Engine(const Trace& trace, const Variant& variant)
     options.max_concurrent_batches = async_scheduling_ ? static_cast<int>(kBatchQueueSize) : 1;
     for (const ConnectorSpec& spec : trace.connectors) {
         options.kv_consumer = options.kv_consumer || spec.role != KvRole::kv_producer;
+        options.kv_producer = options.kv_producer || spec.role != KvRole::kv_consumer;
         options.kv_loader = options.kv_loader || spec.role != KvRole::kv_producer ||
                             (spec.kind == "store" && spec.enable_lookup);
     }

@@ -83,6 +83,9 @@ const std::vector<FlagRow>& flag_rows() {
         flag_row<&Variant::async_load_accounting>("async_load_accounting",
                                                   {{"uncounted", ""}, {"counted", "#42568, open"}}),
         flag_row<&Variant::blocked_head>("blocked_head", {{"stops_scan", ""}, {"skipped_for_holders", "#45406, closed"}}),
+        flag_row<&Variant::preempted_output>(
+            "preempted_output",
+            {{"placeholders_kept", ""}, {"stale_delivered", "#48245"}, {"stale_dropped_for_producers", "#50297"}}),
     };
     return rows;
 }
@@ -114,13 +117,14 @@ const std::vector<Release>& releases() {
     static const std::vector<Release> table = {
         {.name = "v0.27.1",
          .description = "before #51358: no block-state snapshot, saves use tracker ids, store frees delayed via "
-                        "request_finished (L1; derived)",
+                        "request_finished (L1; derived); #48245's stale output without #50297's drop (derived)",
          .flags = Variant{.free_order = FreeOrder::fresh_head,
                           .snapshot_rule = SnapshotRule::none,
                           .stale_save = StaleSave::tracker_ids,
                           .pending_load_guard = PendingLoadGuard::off,
                           .save_block_refs = SaveBlockRefs::delay_free,
-                          .fenced_victim = FencedVictim::preempted}},
+                          .fenced_victim = FencedVictim::preempted,
+                          .preempted_output = PreemptedOutput::stale_delivered}},
         {.name = "v0.29.0",
          .description = "#51358 eager snapshot + assertion, #52372 store-job pins, no #54643 guard",
          .flags = Variant{.snapshot_rule = SnapshotRule::eager, .pending_load_guard = PendingLoadGuard::off}},
@@ -244,6 +248,14 @@ const std::vector<Patch>& patches() {
             {.info = {.name = "pre49675",
                       .description = "upstream before #49675: a victim whose free is fenced is preempted anyway"},
              .settings = {{.flag = "fenced_victim", .value = "preempted"}}},
+            {.info = {.name = "pre48245",
+                      .description = "upstream before #48245: a preempted request keeps its output placeholders and "
+                      "may resume while its output is in flight"},
+             .settings = {{.flag = "preempted_output", .value = "placeholders_kept"}}},
+            {.info = {.name = "pre50297",
+                      .description = "upstream before #50297: a preempted request's stale output is delivered "
+                      "whatever the connector stack"},
+             .settings = {{.flag = "preempted_output", .value = "stale_delivered"}}},
             {.info = {.name = "pr42568",
                       .description = "upstream #42568 (open): async loads in flight count toward max_num_seqs and the "
                       "token budget, and cap later async loads"},

@@ -122,6 +122,12 @@ enum class AsyncLoadAccounting { uncounted, counted };
 // scan (every release), or is skipped for the step while a queued request holds blocks, so a finished load behind
 // it is still promoted (#45406, closed; as read at a branch commit of upstream's scheduler).
 enum class BlockedHead { stops_scan, skipped_for_holders };
+// Async scheduling: the output in flight of a request preempted meanwhile. Its placeholders stay and the frame,
+// when processed, is delivered and consumes them (before #48245); or the preemption zeroes the placeholders and
+// marks the tokens in flight stale: their frames are delivered without touching the reset counters, and the
+// request is not resumed before they drained (#48245); or also dropped, not delivered, when the connector
+// stack requires KV delivery, that is when a connector's role produces KV (#50297: requires_kv_delivery).
+enum class PreemptedOutput { placeholders_kept, stale_delivered, stale_dropped_for_producers };
 
 struct Variant {
     // Reads a flag where a decision of the model depends on it, noting the read (the run's FlagReads).
@@ -156,6 +162,7 @@ struct Variant {
     FencedVictim fenced_victim = FencedVictim::stops_retry;
     AsyncLoadAccounting async_load_accounting = AsyncLoadAccounting::uncounted;
     BlockedHead blocked_head = BlockedHead::stops_scan;
+    PreemptedOutput preempted_output = PreemptedOutput::stale_dropped_for_producers;
 };
 
 // Each flag's bit in FlagReads: one per field above, in their order (variant_flag_bit checks the rows agree).
@@ -190,6 +197,7 @@ KVSIM_FLAG_BIT(deferred_free_scope, 22);
 KVSIM_FLAG_BIT(fenced_victim, 23);
 KVSIM_FLAG_BIT(async_load_accounting, 24);
 KVSIM_FLAG_BIT(blocked_head, 25);
+KVSIM_FLAG_BIT(preempted_output, 26);
 #undef KVSIM_FLAG_BIT
 
 template <auto Member>

@@ -19,15 +19,15 @@ void AsyncScheduler::update_after_schedule(const SchedulerOutput& out) {
     }
 }
 
-bool AsyncScheduler::update_request_with_output(Request& req, const std::vector<TokenId>& sampled) {
+bool AsyncScheduler::update_request_with_output(Request& req, const std::vector<TokenId>& sampled, bool is_stale) {
     if (req.async_tokens_to_discard > 0) {  // a step scheduled before a failed load rewound the request
         req.async_tokens_to_discard -= 1;
         return false;
     }
     const RequestStatus before = req.status;
     const int outputs_before = req.num_output_tokens();
-    const bool stopped = Scheduler::update_request_with_output(req, sampled);
-    req.num_output_placeholders -= req.num_output_tokens() - outputs_before;
+    const bool stopped = Scheduler::update_request_with_output(req, sampled, is_stale);
+    if (!is_stale) req.num_output_placeholders -= req.num_output_tokens() - outputs_before;
     if (req.num_output_placeholders < 0)
         throw UpstreamAssertion("negative_output_placeholders",
                                 "vllm/v1/core/sched/async_scheduler.py AsyncScheduler._update_request_with_output",

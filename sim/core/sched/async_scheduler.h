@@ -15,8 +15,10 @@ protected:
     // placeholder per scheduled request that samples this step.
     void update_after_schedule(const SchedulerOutput& out) override;
     // AsyncScheduler._update_request_with_output @ 014b23503270d029739d400ec4c14ba0714bdcd8: placeholders
-    // shrink by the tokens received; a running request caches its blocks up to the processed tokens.
-    bool update_request_with_output(Request& request, const std::vector<TokenId>& sampled) override;
+    // shrink by the tokens received; a running request caches its blocks up to the processed tokens. After
+    // #48245 (local-inference-lab/vllm @ 4c346dac0157aab148601ae13f0e8c76d2a3b778) stale tokens leave them as
+    // they are: the preemption zeroed them.
+    bool update_request_with_output(Request& request, const std::vector<TokenId>& sampled, bool is_stale) override;
     // failed_load_placeholders=rolled_back: the rule proposed for issue #45138 by vllm-project/vllm#45430
     // (#45146 zeroes the placeholders only): placeholders of this step go with its skipped output, those of
     // later steps in flight become async_tokens_to_discard; rolled_back_but_one: #49252's rule.

@@ -52,7 +52,10 @@ Scheduler::Scheduler(const EngineConfig& config, const Variant& variant, KVConne
       // Scheduler.__init__ @ 003df2961dd8830c317a61f9745ccd557da9fa06: recompute_kv_load_failures
       recompute_kv_load_failures_((config.kv_load_failure_policy ? *config.kv_load_failure_policy
                                                                   : variant.flag<&Variant::load_failure_policy_default>()) ==
-                                  LoadFailurePolicy::recompute) {
+                                  LoadFailurePolicy::recompute),
+      // Scheduler.__init__ @ 003df2961dd8830c317a61f9745ccd557da9fa06; KVConnectorBase_V1.requires_kv_delivery
+      // (is_kv_producer) and MultiConnector's (any of its connectors) at the same commit
+      requires_kv_delivery_(connector != nullptr && options.kv_producer) {
     if (connector_ != nullptr) connector_->bind_gpu_block_pool(&kv_cache_manager_.block_pool());
     // Scheduler.__init__ after vllm-project/vllm#45357: defer only with overlapping batches and a KV consumer.
     // A KV consumer is also a loader, so the scope flag decides only for a loader that consumes nothing.
@@ -234,10 +237,35 @@ void Scheduler::preempt_request(Request& req) {
     inflight_prefills_.erase(req.id());
     set_status(req, RequestStatus::preempted);
     req.num_computed_tokens = 0;
+    mark_output_in_flight_stale(req);
     req.num_preemptions += 1;
     waiting_.push_front(req.id());
     reset_preempted_req_ids_.insert(req.id());
     log_.event(EventCategory::preempt, "{request} freed={blocks}").request(req.id()).blocks("blocks", blocks);
+}
+
+// Scheduler._preempt_request @ 003df2961dd8830c317a61f9745ccd557da9fa06, its async part (#48245; the drop from
+// #50297, the KV-pressure preemption passing requires_kv_delivery): the tokens in flight become stale.
+void Scheduler::mark_output_in_flight_stale(Request& req) {
+    const PreemptedOutput rule = variant_.flag<&Variant::preempted_output>();
+    if (rule == PreemptedOutput::placeholders_kept) return;
+    const bool drop = rule == PreemptedOutput::stale_dropped_for_producers && requires_kv_delivery_;
+    req.drop_stale_output = drop || (req.drop_stale_output && req.num_stale_output_tokens > 0);
+    req.num_stale_output_tokens = req.num_in_flight_tokens;
+    req.num_output_placeholders = 0;
+}
+
+// Scheduler.update_from_output @ 003df2961dd8830c317a61f9745ccd557da9fa06, the head of its per-request loop: the
+// step's tokens leave flight and drain a stale share in lockstep. True when this output is stale.
+bool Scheduler::drain_output_in_flight(Request& req, int num_scheduled) {
+    req.num_in_flight_tokens -= num_scheduled;
+    model_check(req.num_in_flight_tokens >= 0, "a step's tokens left flight twice");
+    if (req.num_stale_output_tokens == 0) return false;
+    req.num_stale_output_tokens -= num_scheduled;
+    if (req.num_stale_output_tokens < 0)
+        throw UpstreamAssertion("negative_stale_output_tokens", std::string(kSchedulerPy) + " Scheduler.update_from_output",
+                                "assert request.num_stale_output_tokens >= 0 (" + req.id() + ")", req.id());
+    return true;
 }
 
 // Scheduler._try_promote_blocked_waiting_request @ 003df2961dd8830c317a61f9745ccd557da9fa06
@@ -476,6 +504,10 @@ void Scheduler::schedule_waiting(StepState& st) {
             }
             if (requeue_blockless_failed_load(queue, req)) continue;
         }
+        if (req.awaits_stale_output()) {
+            skip(queue);
+            continue;
+        }
         if (counts_async_loads() && at_request_limit(was_waiting_for_remote_kvs)) {
             if (!skips_blocked_head()) break;
             skip(queue);
@@ -604,6 +636,7 @@ void Scheduler::update_after_schedule(const SchedulerOutput& out) {
     for (const auto& [id, n] : out.num_scheduled_tokens) {
         Request& req = request(id);
         req.num_computed_tokens += n;
+        req.num_in_flight_tokens += n;
         req.is_prefill_chunk = req.num_computed_tokens < req.num_tokens() + req.num_output_placeholders;
         req.last_sched_seq = out.sched_seq;
         if (req.num_computed_tokens >= req.num_tokens()) inflight_prefills_.erase(id);
@@ -611,7 +644,7 @@ void Scheduler::update_after_schedule(const SchedulerOutput& out) {
 }
 
 // Scheduler._update_request_with_output @ 003df2961dd8830c317a61f9745ccd557da9fa06
-bool Scheduler::update_request_with_output(Request& req, const std::vector<TokenId>& sampled) {
+bool Scheduler::update_request_with_output(Request& req, const std::vector<TokenId>& sampled, bool /*is_stale*/) {
     for (TokenId token : sampled) {
         req.append_output_token(token);
         if (check_stop(req)) return true;
@@ -752,14 +785,16 @@ void Scheduler::process_sampled_tokens(const SchedulerOutput& out, const ModelRu
     std::set<std::string> stopped_running;
     std::set<std::string> stopped_preempted;
     for (const auto& [id, n] : out.num_scheduled_tokens) {
-        if (failed_sync.contains(id)) continue;  // recomputed next step
         auto* slot = requests_.find(id);
+        const bool is_stale = slot != nullptr && drain_output_in_flight(**slot, n);
+        if (failed_sync.contains(id)) continue;                          // recomputed next step
         if (slot == nullptr || is_finished((*slot)->status)) continue;  // aborted while executing
         Request& req = **slot;
+        if (is_stale && req.drop_stale_output) continue;
         const auto* sampled = runner_output.sampled_token_ids.find(id);
         if (sampled == nullptr || sampled->empty()) continue;  // partial prefill
         const RequestStatus before = req.status;
-        if (!update_request_with_output(req, *sampled)) continue;
+        if (!update_request_with_output(req, *sampled, is_stale)) continue;
         log_.event(EventCategory::finish, "{request} {status} output={output}")
             .request(id)
             .status("status", to_string(req.status))

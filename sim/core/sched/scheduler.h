@@ -37,6 +37,7 @@ struct SchedulerOptions {
     int max_concurrent_batches = 1;  // 2 under async scheduling
     bool kv_consumer = false;        // a connector of the stack loads KV (kv_consumer or kv_both)
     bool kv_loader = false;          // kv_consumer, or a kv_producer store connector that looks prompts up
+    bool kv_producer = false;        // a connector of the stack produces KV (kv_producer or kv_both)
 };
 
 // A request's blocks held back from the pool until the output of step `fence` is processed (#45357).
@@ -99,7 +100,8 @@ protected:
     // Scheduler._update_after_schedule @ 003df2961dd8830c317a61f9745ccd557da9fa06
     virtual void update_after_schedule(const SchedulerOutput& out);
     // Scheduler._update_request_with_output: appends the sampled tokens until a stop; true when stopped.
-    virtual bool update_request_with_output(Request& request, const std::vector<TokenId>& sampled);
+    // `is_stale`: the tokens were scheduled before the request was preempted (only AsyncScheduler reads it).
+    virtual bool update_request_with_output(Request& request, const std::vector<TokenId>& sampled, bool is_stale);
     // After _update_requests_with_invalid_blocks rewound a scheduled request (recompute policy);
     // `sampled` = this step's output for it carried a token (which update_from_output skips).
     virtual void on_rewound_by_failed_load(Request& /*request*/, bool /*sampled*/) {}
@@ -144,6 +146,8 @@ private:
                                 const std::set<std::string>& failed_sync);
 
     void preempt_request(Request& request);
+    void mark_output_in_flight_stale(Request& request);
+    bool drain_output_in_flight(Request& request, int num_scheduled);
     bool victim_frees_nothing_for_pins(const std::string& victim_id) const;
     bool self_victim_waits_for_pins(const Request& request, const std::string& victim_id, int num_new) const;
     int blocks_held_only_by_pins() const;
@@ -174,6 +178,7 @@ private:
     EventLog& log_;
     KVCacheManager kv_cache_manager_;
     bool recompute_kv_load_failures_;  // KVTransferConfig.kv_load_failure_policy == "recompute"
+    bool requires_kv_delivery_;        // KVConnectorBase_V1.requires_kv_delivery of the stack
 
     OrderedMap<std::unique_ptr<Request>> requests_;
     std::deque<std::string> waiting_;
