@@ -68,6 +68,10 @@ const std::map<std::string, std::string>& trace_of_patch() {
          "pending_head_hides_failed_load_self_reservation_with_pin_cascade"},
         {"discard_inflight_on_failed_load+pr57841+requeue_blockless_failed_load",
          "pending_head_hides_failed_load_blockless_head_and_self_reservation"},
+        {"discard_inflight_on_failed_load+requeue_blockless_failed_load+pin_aware_preemption",
+         "failed_load_blockless_head_with_pin_cascade"},
+        {"discard_inflight_on_failed_load+pr57841+requeue_blockless_failed_load+pin_aware_preemption",
+         "pending_head_hides_failed_load_blockless_head_and_self_reservation_with_pin_cascade"},
     };
     return table;
 }
