@@ -72,6 +72,9 @@ const std::map<std::string, std::string>& trace_of_patch() {
          "failed_load_blockless_head_with_pin_cascade"},
         {"discard_inflight_on_failed_load+pr57841+requeue_blockless_failed_load+pin_aware_preemption",
          "pending_head_hides_failed_load_blockless_head_and_self_reservation_with_pin_cascade"},
+        {"rollback_placeholders_on_failed_load+pin_aware_preemption",
+         "failed_load_keeps_async_placeholders_hang_with_pin_cascade"},
+        {"pr57841+pin_aware_preemption", "store_pin_cascade_hides_finished_load_behind_unadmittable_head"},
     };
     return table;
 }

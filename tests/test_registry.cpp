@@ -248,7 +248,7 @@ TEST_CASE("registry: classifying each witness with shared re-runs agrees with ea
             const KnownEntry* known = classify(builtin_registry(), trace, variant, run, {}, &reruns);
             const auto& entries = builtin_registry().entries;
             const auto alone = std::find_if(entries.begin(), entries.end(), [&](const KnownEntry& e) {
-                return entry_matches(e, trace, variant, run);
+                return entry_matches(e, trace, variant, run, {}, &builtin_registry());
             });
             CHECK(known == (alone == entries.end() ? nullptr : &*alone));
             shared += reruns.shared;
@@ -263,7 +263,7 @@ TEST_CASE("registry: parse errors name file:line and the field", "[registry]") {
     CHECK(parse_error("  class upstream\n") == "r.txt:1: class: a field before the first 'finding ID' line");
     CHECK(parse_error(kEntry + "  colour blue\n") ==
           "r.txt:9: colour: unknown field 'colour' (expected class, variants, signature, stack, event, no_event, flag, "
-          "connector, engine, history, gone_with, upstream, needs, witness, fix, why)");
+          "connector, engine, history, gone_with, known_with, upstream, needs, witness, fix, why)");
     CHECK_THAT(parse_error(kEntry + "  engine chunked_prefill=on\n"),
                Catch::StartsWith("r.txt:9: engine: unknown engine setting 'chunked_prefill'"));
     CHECK_THAT(parse_error(kEntry + "  engine\n"), Catch::StartsWith("r.txt:9: engine: expected KEY=VALUE"));
@@ -272,6 +272,9 @@ TEST_CASE("registry: parse errors name file:line and the field", "[registry]") {
     CHECK_THAT(parse_error(kEntry + "  flag snapshot_rule=sometimes\n"), Catch::StartsWith("r.txt:9: flag: unknown variant flag"));
     CHECK_THAT(parse_error(kEntry + "  history whatever\n"), Catch::StartsWith("r.txt:9: history: unknown history 'whatever'"));
     CHECK_THAT(parse_error(kEntry + "  gone_with patch pr1\n"), Catch::StartsWith("r.txt:9: gone_with: a patch is written +NAME"));
+    CHECK_THAT(parse_error(kEntry + "  known_with patch pr1\n"), Catch::StartsWith("r.txt:9: known_with: a patch is written +NAME"));
+    CHECK_THAT(parse_error(kEntry + "  known_with flags snapshot_rule=eager\n"),
+               Catch::StartsWith("r.txt:9: known_with: only a patch is known_with's edit"));
     CHECK_THAT(parse_error(kEntry + "  signature liveness\n"), Catch::StartsWith("r.txt:9: signature: 'liveness' is not KIND:ID"));
     CHECK_THAT(parse_error(kEntry + "  upstream open 50565\n"), Catch::StartsWith("r.txt:9: upstream: '50565' is not"));
     CHECK(parse_error(kEntry + kEntry) == "r.txt:9: finding: duplicate id 'a'");
@@ -300,4 +303,24 @@ TEST_CASE("registry: every fix patch resolves and removes its finding from each 
         }
     }
     CHECK(checked >= 10);
+}
+
+TEST_CASE("registry: known_with holds when the patched run fails as another known entry", "[registry]") {
+    const Trace trace = load("corpus/findings/store_pin_cascade_hides_finished_load_behind_unadmittable_head.trace");
+    const auto entry = [](const std::string& id, const std::string& condition) {
+        return "finding " + id + "\n class upstream\n variants *\n signature liveness:requests_not_finished\n" +
+               " upstream known #1\n witness x.trace v0.30.0\n fix +p\n why t\n " + condition + "\n";
+    };
+    const std::string behind = entry("behind", "gone_with patch +pr57841");
+    const std::string hiding = entry("hiding", "known_with patch +pin_aware_preemption");
+    const Registry both = parse_registry(behind + hiding, "k.txt");
+    // +pr57841 alone leaves the cascade: `behind` does not match; behind the cascade it does
+    REQUIRE(classified(trace, "v0.30.0", both) == &both.entries[1]);
+    REQUIRE(classified(trace, "v0.30.0+pin_aware_preemption", both) == &both.entries[0]);
+    // nothing else known behind it, or the patch leaves nothing: no match
+    const Registry alone = parse_registry(hiding, "a.txt");
+    CHECK(classified(trace, "v0.30.0", alone) == nullptr);
+    const Registry drained = parse_registry(behind + entry("drained", "known_with patch +all_fixes"), "d.txt");
+    CHECK(classified(trace, "v0.30.0", drained) == nullptr);
+    CHECK(classified(trace, "v0.30.0")->id == "store_pin_cascade_hides_known_finding");
 }

@@ -105,6 +105,9 @@ struct Memo {
 };
 
 struct Subject {
+    const Registry* registry;  // known_with classifies its run against it; null: known_with never holds
+    const KnownEntry& entry;   // the entry being matched
+    int depth;                 // 1 inside a known_with's classification, which follows no further known_with
     const Trace& trace;
     const Variant& variant;
     const RunResult& result;
@@ -218,6 +221,22 @@ bool gone_with(const Condition& c, const Subject& s) {
     return s.variant_runs.signature_gone(variant);
 }
 
+const KnownEntry* classify_at(const Registry& registry, const Trace& trace, const Variant& variant,
+                              const RunResult& result, const RunOptions& options, int depth, VariantReruns* reruns);
+
+// Under the variant with patch `c.value`, the same trace still fails, and as a known entry other than this
+// one: the patch's cause hid a known finding (a cause that stops the run before the other shows, or that the
+// other's fix alone does not drain). The patched run is classified once, without further known_with.
+bool known_with(const Condition& c, const Subject& s) {
+    if (s.registry == nullptr || s.depth > 0) return false;
+    const auto patched = resolve_variant(s.variant.name + c.value, nullptr);
+    if (!patched) return false;
+    const RunResult again = run_trace(s.trace, *patched, rerun_options(s.options, false));
+    if (again.internal_error || again.verdict == Verdict::pass) return false;
+    const KnownEntry* other = classify_at(*s.registry, s.trace, *patched, again, s.options, 1, nullptr);
+    return other != nullptr && other != &s.entry;
+}
+
 bool holds(const Condition& c, const Subject& s) {
     switch (c.kind) {
         case ConditionKind::stack: return stack_of(s.trace) == c.value;
@@ -228,6 +247,7 @@ bool holds(const Condition& c, const Subject& s) {
         case ConditionKind::engine: return engine_has(c, s);
         case ConditionKind::history: return history_holds(c.value, s.trace, s.events.get(events_read(c)));
         case ConditionKind::gone_with: return gone_with(c, s);
+        case ConditionKind::known_with: return known_with(c, s);
     }
     return false;
 }
@@ -269,42 +289,55 @@ std::string finding_request(const RunResult& result) {
 
 namespace {
 
+bool is_rerun(const Condition& c) { return c.kind == ConditionKind::gone_with || c.kind == ConditionKind::known_with; }
+
+struct Classification {
+    const Registry* registry;
+    int depth;
+};
+
 bool matches(const KnownEntry& entry, const Trace& trace, const Variant& variant, const RunResult& result,
-             const RunOptions& options, Memo& memo) {
+             const RunOptions& options, Memo& memo, Classification at) {
     if (result.internal_error || result.findings.empty() || !entry.applies_to(variant.name)) return false;
     const SignatureMatch* signature = entry.signature_named(result.signature);
     if (signature == nullptr) return false;
-    const Subject s{trace, variant, result, finding_request(result), options, memo.events, memo.variant_runs};
+    const Subject s{at.registry, entry, at.depth, trace, variant, result, finding_request(result), options,
+                    memo.events, memo.variant_runs};
     if (!finding_has(*signature, s)) return false;
     // the re-runs last: they cost a run each
     for (const Condition& c : entry.conditions)
-        if (c.kind != ConditionKind::gone_with && !holds(c, s)) return false;
+        if (!is_rerun(c) && !holds(c, s)) return false;
     for (const Condition& c : entry.conditions)
-        if (c.kind == ConditionKind::gone_with && !holds(c, s)) return false;
+        if (is_rerun(c) && !holds(c, s)) return false;
     return true;
 }
 
-}  // namespace
-
-bool entry_matches(const KnownEntry& entry, const Trace& trace, const Variant& variant, const RunResult& result,
-                   const RunOptions& options) {
-    Memo memo(trace, variant, result, options);
-    return matches(entry, trace, variant, result, options, memo);
-}
-
-const KnownEntry* classify(const Registry& registry, const Trace& trace, const Variant& variant,
-                           const RunResult& result, const RunOptions& options, VariantReruns* reruns) {
+const KnownEntry* classify_at(const Registry& registry, const Trace& trace, const Variant& variant,
+                              const RunResult& result, const RunOptions& options, int depth, VariantReruns* reruns) {
     // A check mismatch is the trace's own statement failing, never a known cause.
     if (result.internal_error || result.verdict == Verdict::pass || result.verdict == Verdict::mismatch) return nullptr;
     Memo memo(trace, variant, result, options);
     const auto known = std::find_if(registry.entries.begin(), registry.entries.end(), [&](const KnownEntry& e) {
-        return matches(e, trace, variant, result, options, memo);
+        return matches(e, trace, variant, result, options, memo, {&registry, depth});
     });
     if (reruns != nullptr) {
         reruns->made += memo.variant_runs.count().made;
         reruns->shared += memo.variant_runs.count().shared;
     }
     return known == registry.entries.end() ? nullptr : &*known;
+}
+
+}  // namespace
+
+bool entry_matches(const KnownEntry& entry, const Trace& trace, const Variant& variant, const RunResult& result,
+                   const RunOptions& options, const Registry* registry) {
+    Memo memo(trace, variant, result, options);
+    return matches(entry, trace, variant, result, options, memo, {registry, 0});
+}
+
+const KnownEntry* classify(const Registry& registry, const Trace& trace, const Variant& variant,
+                           const RunResult& result, const RunOptions& options, VariantReruns* reruns) {
+    return classify_at(registry, trace, variant, result, options, 0, reruns);
 }
 
 }  // namespace kvsim

@@ -26,9 +26,10 @@ struct VariantReruns {
 const KnownEntry* classify(const Registry& registry, const Trace& trace, const Variant& variant,
                            const RunResult& result, const RunOptions& options = {}, VariantReruns* reruns = nullptr);
 
-// Whether `entry` matches the run (its variants, a signature, every condition).
+// Whether `entry` matches the run (its variants, a signature, every condition). A known_with condition
+// classifies its patched run against `registry`, and never holds without one.
 bool entry_matches(const KnownEntry& entry, const Trace& trace, const Variant& variant, const RunResult& result,
-                   const RunOptions& options = {});
+                   const RunOptions& options = {}, const Registry* registry = nullptr);
 
 // Signature of a kvsim internal error: "internal-error:" plus the message's words, without
 // numbers or ids (the fuzz target's and triage's grouping key).

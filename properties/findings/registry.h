@@ -38,6 +38,7 @@ enum class ConditionKind {
     engine,     // the run's engine settings as resolved (trace key, else the variant's default): `fields`
     history,    // a named request history holds (properties/findings/histories.h): value
     gone_with,  // the same trace, edited, no longer gives the signature (see CounterfactualKind)
+    known_with,  // under the variant with patch `value` ("+name"), the same trace fails as another known entry
 };
 
 enum class CounterfactualKind {

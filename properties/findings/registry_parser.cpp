@@ -137,6 +137,13 @@ Condition condition(const Line& line) {
     if (line.keyword == "event") return event_condition(line, ConditionKind::event);
     if (line.keyword == "no_event") return event_condition(line, ConditionKind::no_event);
     if (line.keyword == "gone_with") return counterfactual_condition(line);
+    if (line.keyword == "known_with") {
+        if (word(line, 0, "patch") != "patch") fail(line, "known_with", "only a patch is known_with's edit");
+        Condition c{.kind = ConditionKind::known_with, .counterfactual = CounterfactualKind::patch,
+                    .value = word(line, 1, "the patch (+NAME)"), .line = line.number};
+        if (c.value.size() < 2 || c.value.front() != '+') fail(line, "known_with", "a patch is written +NAME");
+        return c;
+    }
     if (line.keyword == "stack")
         return Condition{.kind = ConditionKind::stack, .value = word(line, 0, "the connector kinds"), .line = line.number};
     if (line.keyword == "history") {
@@ -222,7 +229,7 @@ void parse_field(KnownEntry& e, const Line& line) {
 
 constexpr std::array kKeywords = {"class",   "variants", "signature", "stack",   "event", "no_event",
                                   "flag",    "connector", "engine",   "history",   "gone_with",
-                                  "upstream", "needs",   "witness",   "fix",       "why"};
+                                  "known_with", "upstream", "needs", "witness", "fix",   "why"};
 
 void check_complete(const KnownEntry& e, const std::string& file) {
     const auto missing = [&](std::string_view field) {
