@@ -93,7 +93,8 @@ const std::vector<std::string>& second_witnesses() {
                                                    "pending_head_hides_failed_load_self_reservation",
                                                    "failed_sync_load_shared_prefix_saved_fail_policy",
                                                    "failed_load_keeps_async_placeholders_hang_with_stranded_sharer",
-                                                   "failed_load_keeps_async_placeholders_double_rewind"};
+                                                   "failed_load_keeps_async_placeholders_double_rewind",
+                                                   "failed_load_keeps_async_placeholders_dropped_stale_frame"};
     return names;
 }
 // Finding traces of a variant from before an upstream fix (a historical release, or a preset with a

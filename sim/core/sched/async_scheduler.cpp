@@ -37,6 +37,10 @@ bool AsyncScheduler::update_request_with_output(Request& req, const std::vector<
     return stopped;
 }
 
+void AsyncScheduler::on_stale_output_dropped(Request& req) {
+    if (req.async_tokens_to_discard > 0) req.async_tokens_to_discard -= 1;
+}
+
 void AsyncScheduler::on_rewound_by_failed_load(Request& req, bool sampled) {
     switch (variant().flag<&Variant::failed_load_placeholders>()) {
         case FailedLoadPlaceholders::kept: return;

@@ -23,6 +23,9 @@ protected:
     // (#45146 zeroes the placeholders only): placeholders of this step go with its skipped output, those of
     // later steps in flight become async_tokens_to_discard; rolled_back_but_one: #49252's rule.
     void on_rewound_by_failed_load(Request& request, bool sampled) override;
+    // A frame a failed-load rollback counts in async_tokens_to_discard and #50297 drops as stale is one
+    // frame: the drop consumes it (kvsim's composition of the two; both are proposals or later than #45430).
+    void on_stale_output_dropped(Request& request) override;
 
 private:
     void roll_back_frames_in_flight(Request& request, bool sampled);

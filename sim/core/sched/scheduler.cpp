@@ -790,9 +790,13 @@ void Scheduler::process_sampled_tokens(const SchedulerOutput& out, const ModelRu
         if (failed_sync.contains(id)) continue;                          // recomputed next step
         if (slot == nullptr || is_finished((*slot)->status)) continue;  // aborted while executing
         Request& req = **slot;
-        if (is_stale && req.drop_stale_output) continue;
         const auto* sampled = runner_output.sampled_token_ids.find(id);
-        if (sampled == nullptr || sampled->empty()) continue;  // partial prefill
+        const bool samples = sampled != nullptr && !sampled->empty();  // else a partial prefill
+        if (is_stale && req.drop_stale_output) {
+            if (samples) on_stale_output_dropped(req);
+            continue;
+        }
+        if (!samples) continue;
         const RequestStatus before = req.status;
         if (!update_request_with_output(req, *sampled, is_stale)) continue;
         log_.event(EventCategory::finish, "{request} {status} output={output}")

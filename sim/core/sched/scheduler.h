@@ -105,6 +105,8 @@ protected:
     // After _update_requests_with_invalid_blocks rewound a scheduled request (recompute policy);
     // `sampled` = this step's output for it carried a token (which update_from_output skips).
     virtual void on_rewound_by_failed_load(Request& /*request*/, bool /*sampled*/) {}
+    // update_from_output dropped the request's stale output, which carried sampled tokens (#50297).
+    virtual void on_stale_output_dropped(Request& /*request*/) {}
     Request& request(const std::string& id);
     const Variant& variant() const { return variant_; }
     KVCacheManager& kv_cache_manager_mut() { return kv_cache_manager_; }
