@@ -24,7 +24,7 @@ protected:
     // later steps in flight become async_tokens_to_discard; rolled_back_but_one: #49252's rule.
     void on_rewound_by_failed_load(Request& request, bool sampled) override;
     // A frame a failed-load rollback counts in async_tokens_to_discard and #50297 drops as stale is one
-    // frame: the drop consumes it (kvsim's composition of the two; both are proposals or later than #45430).
+    // frame: the drop consumes the discard too (kvsim's composition of the proposals' counter with the drop).
     void on_stale_output_dropped(Request& request) override;
 
 private:
