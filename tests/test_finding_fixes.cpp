@@ -75,6 +75,8 @@ const std::map<std::string, std::string>& trace_of_patch() {
         {"rollback_placeholders_on_failed_load+pin_aware_preemption",
          "failed_load_keeps_async_placeholders_hang_with_pin_cascade"},
         {"pr57841+pin_aware_preemption", "store_pin_cascade_hides_finished_load_behind_unadmittable_head"},
+        {"pr57841+rollback_placeholders_on_failed_load",
+         "pending_head_hides_failed_load_keeps_async_placeholders_hang"},
     };
     return table;
 }
