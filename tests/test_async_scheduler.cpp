@@ -262,7 +262,7 @@ TEST_CASE("async scheduling: the engine keeps polling the connector while a stor
 
 namespace {
 
-// Two one-block prompts and one spare block: the first decode step of both needs two blocks, so r1 preempts
+// Two one-block prompts and one spare block: their first decode step needs a block each, so r1 preempts
 // itself while the batch of its prefill is still in flight.
 EngineConfig one_spare_block() {
     EngineConfig cfg = roomy_engine();
@@ -316,7 +316,7 @@ TEST_CASE("async scheduler: a preempted request's output in flight turns stale, 
     h.scheduler.update_from_output(b1.first, b1.second);  // r0 stops: its blocks hold r1's five tokens
     const Batch b3 = h.dispatch();
     CHECK(scheduled(b3, "r1"));
-    CHECK(b3.first.num_scheduled_tokens.at("r1") == 1);  // its prompt block is a prefix hit; the delivered token
+    CHECK(b3.first.num_scheduled_tokens.at("r1") == 1);  // the prompt block is a prefix hit: only the delivered token
 }
 
 TEST_CASE("async scheduler: a stack that must deliver KV drops the stale output and resumes at once (#50297)",
@@ -341,7 +341,7 @@ TEST_CASE("async scheduler: a stack that must deliver KV drops the stale output 
 TEST_CASE("async scheduler: before #48245 a preempted request keeps its placeholders and resumes with output in flight",
           "[async][preempted_output]") {
     AsyncHarness h(one_spare_block(), with_preempted_output("placeholders_kept"), nullptr, {.max_concurrent_batches = 2});
-    auto [b0, b1] = preempt_r1_in_flight(h);
+    preempt_r1_in_flight(h);  // b0 and b1 stay in flight
     const Request& r1 = *h.scheduler.requests().at("r1");
     CHECK(r1.num_stale_output_tokens == 0);
     CHECK(r1.num_output_placeholders == 1);
