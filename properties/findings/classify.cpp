@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <vector>
 
@@ -67,31 +68,32 @@ class VariantRuns {
 public:
     VariantRuns(const Trace& trace, const Variant& variant, const RunResult& result, const RunOptions& options)
         : trace_(trace), result_(result), options_(options) {
-        made_.push_back(Made{.variant = variant, .flags_read = result.flags_read, .gone = false});
+        made_.push_back(Made{.variant = variant, .result = &result});
     }
-    bool signature_gone(const Variant& variant) {
+    // The trace's run under `variant`: one already made, or a new one kept for the next asker.
+    const RunResult& run_under(const Variant& variant) {
         for (const Made& run : made_) {
-            if ((differing_flag_bits(variant, run.variant) & run.flags_read) != 0) continue;
+            if ((differing_flag_bits(variant, run.variant) & run.result->flags_read) != 0) continue;
             ++count_.shared;
-            return run.gone;
+            return *run.result;
         }
-        const RunResult again = run_trace(trace_, variant, rerun_options(options_, false));
-        const bool gone = lost_signature(again, result_);
-        made_.push_back(Made{.variant = variant, .flags_read = again.flags_read, .gone = gone});
+        const RunResult& again = reruns_.emplace_back(run_trace(trace_, variant, rerun_options(options_, false)));
+        made_.push_back(Made{.variant = variant, .result = &again});
         ++count_.made;
-        return gone;
+        return again;
     }
+    bool signature_gone(const Variant& variant) { return lost_signature(run_under(variant), result_); }
     const VariantReruns& count() const { return count_; }
 
 private:
     struct Made {
         Variant variant;
-        std::uint32_t flags_read = 0;
-        bool gone = false;
+        const RunResult* result = nullptr;  // the run itself, or one of reruns_
     };
     const Trace& trace_;
     const RunResult& result_;
     const RunOptions& options_;
+    std::deque<RunResult> reruns_;  // a deque: Made keeps pointers into it
     std::vector<Made> made_;
     VariantReruns count_;
 };
@@ -198,6 +200,11 @@ bool edited_signature_gone(const Trace& edited, const Subject& s) {
     return lost_signature(run_trace(edited, s.variant, rerun_options(s.options, false)), s.result);
 }
 
+// The run's variant with the patch `c.value` ("+name") appended; none when it does not resolve.
+std::optional<Variant> with_patch(const Condition& c, const Subject& s) {
+    return resolve_variant(s.variant.name + c.value, nullptr);
+}
+
 // The same trace, edited as `c` says, no longer gives the run's signature.
 bool gone_with(const Condition& c, const Subject& s) {
     if (c.counterfactual == CounterfactualKind::no_fault) {
@@ -214,7 +221,7 @@ bool gone_with(const Condition& c, const Subject& s) {
         for (const FieldMatch& f : c.fields) set_variant_flag(variant, f.key, f.value);
         variant.name += " (counterfactual)";
     } else {
-        const auto patched = resolve_variant(s.variant.name + c.value, nullptr);
+        const auto patched = with_patch(c, s);
         if (!patched) return false;
         variant = *patched;
     }
@@ -229,9 +236,9 @@ const KnownEntry* classify_at(const Registry& registry, const Trace& trace, cons
 // other's fix alone does not drain). The patched run is classified once, without further known_with.
 bool known_with(const Condition& c, const Subject& s) {
     if (s.registry == nullptr || s.depth > 0) return false;
-    const auto patched = resolve_variant(s.variant.name + c.value, nullptr);
+    const auto patched = with_patch(c, s);
     if (!patched) return false;
-    const RunResult again = run_trace(s.trace, *patched, rerun_options(s.options, false));
+    const RunResult& again = s.variant_runs.run_under(*patched);
     if (again.internal_error || again.verdict == Verdict::pass) return false;
     const KnownEntry* other = classify_at(*s.registry, s.trace, *patched, again, s.options, 1, nullptr);
     return other != nullptr && other != &s.entry;

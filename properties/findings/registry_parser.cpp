@@ -121,14 +121,14 @@ Condition counterfactual_condition(const Line& line) {
     } else if (how == "patch") {
         c.counterfactual = CounterfactualKind::patch;
         c.value = word(line, 1, "the patch (+NAME)");
-        if (c.value.size() < 2 || c.value.front() != '+') fail(line, "gone_with", "a patch is written +NAME");
+        if (c.value.size() < 2 || c.value.front() != '+') fail(line, line.keyword, "a patch is written +NAME");
     } else if (how == "no_fault") {
         c.counterfactual = CounterfactualKind::no_fault;
         c.value = word(line, 1, "the fault kind");
-        if (!parse_fault_kind(c.value)) fail(line, "gone_with", fmt::format("unknown fault kind '{}'", c.value));
+        if (!parse_fault_kind(c.value)) fail(line, line.keyword, fmt::format("unknown fault kind '{}'", c.value));
         c.fields = field_matches(line, 2);
     } else {
-        fail(line, "gone_with", fmt::format("unknown edit '{}' (expected flags, patch or no_fault)", how));
+        fail(line, line.keyword, fmt::format("unknown edit '{}' (expected flags, patch or no_fault)", how));
     }
     return c;
 }
@@ -138,10 +138,9 @@ Condition condition(const Line& line) {
     if (line.keyword == "no_event") return event_condition(line, ConditionKind::no_event);
     if (line.keyword == "gone_with") return counterfactual_condition(line);
     if (line.keyword == "known_with") {
-        if (word(line, 0, "patch") != "patch") fail(line, "known_with", "only a patch is known_with's edit");
-        Condition c{.kind = ConditionKind::known_with, .counterfactual = CounterfactualKind::patch,
-                    .value = word(line, 1, "the patch (+NAME)"), .line = line.number};
-        if (c.value.size() < 2 || c.value.front() != '+') fail(line, "known_with", "a patch is written +NAME");
+        Condition c = counterfactual_condition(line);
+        if (c.counterfactual != CounterfactualKind::patch) fail(line, "known_with", "only a patch is known_with's edit");
+        c.kind = ConditionKind::known_with;
         return c;
     }
     if (line.keyword == "stack")
