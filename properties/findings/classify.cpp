@@ -57,8 +57,9 @@ bool lost_signature(const RunResult& again, const RunResult& original) {
     return !again.internal_error && again.signature != original.signature;
 }
 
-// The trace's runs under other variants, as far as a counterfactual reads them: whether each still gives
-// the run's signature (a kvsim internal error never counts as gone). The model is deterministic and
+// The trace's runs under other variants, as counterfactuals ask for them: each run's result (gone_with
+// reads whether it still gives the run's signature, a kvsim internal error never counting as gone;
+// known_with classifies it). The model is deterministic and
 // a run notes every variant flag its decisions read (RunResult::flags_read): a variant that agrees
 // with a run already made on each flag that run read makes the same run. The run itself is the
 // first one known, each re-run joins it; one per classification, so entries asking for variants
