@@ -81,7 +81,8 @@ struct Campaign {
     kvsim::EventCategories events_read = kvsim::builtin_registry().events_read();  // kept by the muted runs
     std::uint64_t idle_rerun = 0;  // NEW hangs the idle budget stopped, run again on the hang budget alone
     std::uint64_t new_rerun = 0;   // NEW findings of the search's options, run again as kvsim run does
-    kvsim::VariantReruns variant_reruns;  // the classifier's counterfactual runs: made, shared
+    kvsim::VariantReruns variant_reruns;  // the classifier's counterfactual runs: made, shared, steps
+    std::int64_t steps_passed = 0, steps_known = 0;  // engine steps of the judge's runs, by the input's verdict
 };
 
 // KVSIM_FUZZ_DETERMINISM=N: replay every Nth input twice (0: never); exits 64 on a value that is not a count.
@@ -111,7 +112,9 @@ std::string stats_json() {
                           {"idle_rerun", g_campaign->idle_rerun},
                           {"new_rerun", g_campaign->new_rerun},
                           {"variant_reruns", {{"made", g_campaign->variant_reruns.made},
-                                              {"shared", g_campaign->variant_reruns.shared}}}}
+                                              {"shared", g_campaign->variant_reruns.shared}}},
+                          {"steps", {{"passed", g_campaign->steps_passed}, {"known", g_campaign->steps_known},
+                                     {"variant_reruns", g_campaign->variant_reruns.steps}}}}
         .dump();
 }
 
@@ -234,12 +237,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (result.internal_error) report("internal-error", kvsim::internal_error_signature(result.message), result.message);
     if (result.verdict == kvsim::Verdict::pass) {
         ++g_campaign->passed;
+        g_campaign->steps_passed += judged.steps;
         return 0;
     }
     const bool stop = !g_campaign->stop_on.empty() && result.signature.starts_with(g_campaign->stop_on);
     if (known == nullptr || g_campaign->abort_on_any || stop)
         report(kvsim::to_string(result.verdict), result.signature, result.message, known);
     ++g_campaign->known[known->id];
+    g_campaign->steps_known += judged.steps;
     return 0;
 }
 

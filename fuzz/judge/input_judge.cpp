@@ -24,6 +24,7 @@ InputJudgement judge_input(const Registry& registry, const Trace& trace, const V
                            VariantReruns* reruns) {
     InputJudgement j;
     j.result = run_trace(trace, variant, options);
+    j.steps += j.result.steps;
     j.known = classify(registry, trace, variant, j.result, options, reruns);
     if (undecided(j) && stopped_idle(j.result, options)) {
         // a slow recomputation, or a counterfactual that drains slowly, fits the hang budget: cheaper
@@ -31,6 +32,7 @@ InputJudgement judge_input(const Registry& registry, const Trace& trace, const V
         j.idle_rerun = true;
         options.idle_steps = 0;
         j.result = run_trace(trace, variant, options);
+        j.steps += j.result.steps;
         j.known = classify(registry, trace, variant, j.result, options, reruns);
     }
     if (undecided(j)) {
@@ -39,6 +41,7 @@ InputJudgement judge_input(const Registry& registry, const Trace& trace, const V
         options.stall_steps = 0;
         options.idle_steps = 0;
         j.result = run_for_search(trace, variant, options);
+        j.steps += j.result.steps;
         j.known = classify(registry, trace, variant, j.result, options, reruns);
     }
     return j;

@@ -13,6 +13,7 @@ struct InputJudgement {
     const KnownEntry* known = nullptr;  // its registry entry; null on a pass, a NEW finding or an internal error
     bool idle_rerun = false;           // run again on the hang budget alone
     bool new_rerun = false;            // run again as kvsim run runs it
+    std::int64_t steps = 0;            // engine steps of the judge's own runs (the classifier's are its reruns')
 };
 
 // Stops at the first run with a kvsim internal error (result.internal_error), unclassified.

@@ -81,6 +81,7 @@ public:
         const RunResult& again = reruns_.emplace_back(run_trace(trace_, variant, rerun_options(options_, false)));
         made_.push_back(Made{.variant = variant, .result = &again});
         ++count_.made;
+        count_.steps += again.steps;
         return again;
     }
     bool signature_gone(const Variant& variant) { return lost_signature(run_under(variant), result_); }
@@ -331,6 +332,7 @@ const KnownEntry* classify_at(const Registry& registry, const Trace& trace, cons
     if (reruns != nullptr) {
         reruns->made += memo.variant_runs.count().made;
         reruns->shared += memo.variant_runs.count().shared;
+        reruns->steps += memo.variant_runs.count().steps;
     }
     return known == registry.entries.end() ? nullptr : &*known;
 }

@@ -2,6 +2,7 @@
 // Classifies a run against the registry of known findings (registry.h): a failing run is KNOWN
 // when an entry applies to its variant, carries its signature, and every condition of the entry
 // holds for it; otherwise it is NEW. A new cause behind a known signature is NEW.
+#include <cstdint>
 #include <string>
 
 #include "properties/findings/registry.h"
@@ -17,6 +18,7 @@ namespace kvsim {
 struct VariantReruns {
     int made = 0;
     int shared = 0;
+    std::int64_t steps = 0;  // engine steps the runs made took
 };
 
 // The first entry the run is, or nullptr: a pass, an internal error, or a new finding. `options`
