@@ -169,6 +169,25 @@ TEST_CASE("the idle budget waits out a fault in effect", "[fuzz][budget]") {
     CHECK(idle.steps > 150);
 }
 
+TEST_CASE("the idle budget does not wait on a failure armed for a job that never comes", "[fuzz][budget]") {
+    // r0 is never loaded (the stack has no lookup), so its load failure stays armed through the thrash
+    const Trace trace = parse_trace_file(KVSIM_SOURCE_DIR "/corpus/findings/store_pins_make_preemption_free_nothing.trace");
+    REQUIRE(trace.connectors.size() == 1);
+    REQUIRE_FALSE(trace.connectors.front().enable_lookup);
+    Trace armed = trace;
+    armed.events.push_back(Event{.step = 0, .body = FaultEvent{.kind = FaultKind::load_fail, .request_id = "r0"}});
+    REQUIRE(idle_budget(armed) == idle_budget(trace));
+    armed.run.max_steps = step_budget(trace);
+    const RunOptions both{.text_log = false, .stall_steps = stall_budget(trace), .idle_steps = idle_budget(trace)};
+    const RunResult idle = run_trace(armed, require_variant("v0.30.0"), both);
+    REQUIRE(idle.verdict == Verdict::liveness);
+    REQUIRE(!idle.findings.empty());
+    CHECK(idle.findings.front().fact("stalled") == std::optional<std::int64_t>(idle_budget(trace)));
+    Trace capped = trace;
+    capped.run.max_steps = step_budget(trace);
+    CHECK(idle.steps == run_trace(capped, require_variant("v0.30.0"), both).steps);
+}
+
 TEST_CASE("the idle budget is twice the worker delays plus 64, within the hang budget", "[fuzz][budget]") {
     Trace trace = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=16\nrun max_steps=100000\n"
                               "connector store role=kv_both\n"

@@ -72,7 +72,10 @@ bool StallWatch::stalled(const Engine& engine, int step) {
     const bool progress = progressed(engine);
     if (progress) last_progress_step_ = step;
     if (idle_limit_ > 0) {
-        if (progress || computed || !engine.faults_settled()) last_busy_step_ = step;
+        const FaultSchedule& faults = engine.faults();
+        const bool fault_acted = faults.in_effect() || faults.fired() != faults_fired_;
+        faults_fired_ = faults.fired();
+        if (progress || computed || fault_acted) last_busy_step_ = step;
         if (step - last_busy_step_ >= idle_limit_) {
             spent_ = idle_limit_;
             return true;

@@ -24,10 +24,12 @@ public:
 // step makes progress when fewer requests are left, fewer are unfinished, or the requests left have
 // more output tokens than ever since the last request left. Every such count is bounded, so a run
 // that makes none for `limit` steps in a row repeats itself or waits on nothing. The idle budget
-// counts only once every fault has also settled, and a step is busy there when it makes progress
-// or some request computes past the most it ever computed: a prefill advances, a recomputation
-// after a preemption does not. Those counts are bounded too; the idle budget (0: off) can be far
-// shorter than `limit`, which must cover a whole prefill done chunk by chunk.
+// counts from the last event too, and a step is busy there when it makes progress, some request
+// computes past the most it ever computed (a prefill advances, a recomputation after a preemption
+// does not), a fault is in effect (a store lookup held pending) or an armed failure fires. A
+// failure armed for a job that never comes changes nothing, so it does not keep the run busy. Those
+// counts are bounded too; the idle budget (0: off) can be far shorter than `limit`, which must
+// cover a whole prefill done chunk by chunk.
 class StallWatch {
 public:
     // A budget of 0 is off.
@@ -53,6 +55,7 @@ private:
     int spent_ = 0;
     int last_progress_step_ = 0;
     int last_busy_step_ = 0;
+    int faults_fired_ = 0;  // FaultSchedule::fired() after the last step watched
     std::optional<Progress> best_;
     OrderedMap<int> computed_;  // request -> the most tokens it ever computed (with the idle budget on)
 };

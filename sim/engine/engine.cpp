@@ -71,12 +71,6 @@ void Engine::seed_store() {
     }
 }
 
-bool Engine::faults_settled() const {
-    for (std::size_t i = next_event_; i < trace_.events.size(); ++i)
-        if (std::holds_alternative<FaultEvent>(trace_.events[i].body)) return false;
-    return !faults_.active();
-}
-
 void Engine::apply_events(int step) {
     while (next_event_ < trace_.events.size() && trace_.events[next_event_].step <= step) {
         const Event& event = trace_.events[next_event_++];

@@ -52,8 +52,8 @@ public:
     bool events_exhausted() const { return next_event_ >= trace_.events.size(); }
     // Step of the next unapplied event (precondition: !events_exhausted()).
     int next_event_step() const { return trace_.events[next_event_].step; }
-    // Every fault has fired and none is still in effect: the liveness phase.
-    bool faults_settled() const;
+    // The faults applied so far, armed, fired or in effect.
+    const FaultSchedule& faults() const { return faults_; }
 
     const Trace& trace() const { return trace_; }
     const Variant& variant() const { return variant_; }

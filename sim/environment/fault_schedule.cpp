@@ -20,10 +20,15 @@ bool FaultSchedule::take_store_failure(int rank) {
     auto it = store_failures_by_rank_.find(rank);
     if (it == store_failures_by_rank_.end()) return false;
     if (--it->second == 0) store_failures_by_rank_.erase(it);
+    ++fired_;
     return true;
 }
 
-bool FaultSchedule::take_load_failure(const std::string& request_id) { return load_failures_.erase(request_id) > 0; }
+bool FaultSchedule::take_load_failure(const std::string& request_id) {
+    if (load_failures_.erase(request_id) == 0) return false;
+    ++fired_;
+    return true;
+}
 
 bool FaultSchedule::lookup_pending(const std::string& request_id) const {
     auto it = lookup_pending_until_.find(request_id);
@@ -31,7 +36,10 @@ bool FaultSchedule::lookup_pending(const std::string& request_id) const {
 }
 
 bool FaultSchedule::active() const {
-    if (!store_failures_by_rank_.empty() || !load_failures_.empty()) return true;
+    return !store_failures_by_rank_.empty() || !load_failures_.empty() || in_effect();
+}
+
+bool FaultSchedule::in_effect() const {
     for (const auto& [id, until] : lookup_pending_until_)
         if (step_ < until) return true;
     return false;

@@ -27,9 +27,15 @@ public:
     bool lookup_pending(const std::string& request_id) const;
     // Some fault is still armed or in effect.
     bool active() const;
+    // A fault in effect now, whatever the model does: a store lookup held pending. An armed failure
+    // waits on the model (a load or store job it fails), a store_delay lasts for good.
+    bool in_effect() const;
+    // Armed failures taken so far.
+    int fired() const { return fired_; }
 
 private:
     int step_ = 0;
+    int fired_ = 0;
     std::map<int, int> store_delay_by_rank_;
     std::map<int, int> store_failures_by_rank_;
     std::set<std::string> load_failures_;
