@@ -103,6 +103,7 @@ const std::vector<std::string>& second_witnesses() {
 // `+pre` patch): no kvsim patch; they fail there and pass on the releases that carry the fix.
 const std::vector<std::string>& fixed_upstream_findings() {
     static const std::vector<std::string> names = {"preempted_save_count_strands_finished_request",
+                                                   "preempted_save_count_strands_blocks_of_waiting_request",
                                                    "fenced_victims_with_store_pin_cascade"};
     return names;
 }
