@@ -102,10 +102,12 @@ const std::vector<std::string>& second_witnesses() {
     return names;
 }
 // Finding traces of a variant from before an upstream fix (a historical release, or a preset with a
-// `+pre` patch): no kvsim patch; they fail there and pass on the releases that carry the fix.
+// `+pre` patch): no kvsim patch; they fail there and pass on the releases that carry the fix, or fail
+// there as another known finding that +all_fixes removes.
 const std::vector<std::string>& fixed_upstream_findings() {
     static const std::vector<std::string> names = {"preempted_save_count_strands_finished_request",
                                                    "preempted_save_count_strands_blocks_of_waiting_request",
+                                                   "preempted_save_count_strands_blocks_behind_pin_cascade",
                                                    "fenced_victims_with_store_pin_cascade"};
     return names;
 }
