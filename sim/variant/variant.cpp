@@ -248,6 +248,10 @@ const std::vector<Patch>& patches() {
             {.info = {.name = "pre49675",
                       .description = "upstream before #49675: a victim whose free is fenced is preempted anyway"},
              .settings = {{.flag = "fenced_victim", .value = "preempted"}}},
+            {.info = {.name = "pr49675",
+                      .description = "upstream #49675 (merged, in v0.29.0 and later) onto an older release: a victim "
+                      "whose free is fenced stops the allocation retry"},
+             .settings = {{.flag = "fenced_victim", .value = "stops_retry"}}},
             {.info = {.name = "pre48245",
                       .description = "upstream before #48245: a preempted request keeps its output placeholders and "
                       "may resume while its output is in flight"},
