@@ -109,6 +109,7 @@ const std::vector<std::string>& fixed_upstream_findings() {
     static const std::vector<std::string> names = {"preempted_save_count_strands_finished_request",
                                                    "preempted_save_count_strands_blocks_of_waiting_request",
                                                    "preempted_save_count_strands_blocks_behind_pin_cascade",
+                                                   "store_finished_sending_for_undelayed_free",
                                                    "fenced_victims_with_store_pin_cascade"};
     return names;
 }
