@@ -94,6 +94,7 @@ const std::vector<std::string>& second_witnesses() {
                                                    "stale_tracker_save_with_tracker_not_rewound",
                                                    "failed_load_keeps_async_placeholders_hang_with_fenced_victims",
                                                    "finished_load_behind_unadmittable_head_with_fenced_victims",
+                                                   "fenced_victims_hide_failed_load_keeps_async_placeholders_hang",
                                                    "failed_load_keeps_async_placeholders_hang",
                                                    "pending_head_hides_failed_load_self_reservation",
                                                    "failed_sync_load_shared_prefix_saved_fail_policy",
