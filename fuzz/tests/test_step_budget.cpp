@@ -2,10 +2,9 @@
 // stall_budget and idle_budget) and its sweep period: capping a corpus trace's max_steps at its
 // budget, stopping it after its hang budget without progress or its idle budget computing nothing
 // new (as the target judges such a stop), and sweeping every budget::kSweepPeriod steps changes no
-// verdict or signature under any
-// preset (nor the digest, but of a liveness run, whose hang is met sooner), nor those of swarm
-// traces inside the fuzzing envelope; a roomy max_steps is cut to twice step_bound; a livelock
-// stops long before its limit, and sooner still on the idle budget.
+// verdict or signature under any preset (nor the digest, but of a liveness run, whose hang is met
+// sooner), nor those of swarm traces inside the fuzzing envelope; a roomy max_steps is cut to twice
+// step_bound; a livelock stops long before its limit, and sooner still on the idle budget.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
