@@ -5,14 +5,13 @@
 
 namespace kvsim {
 
-namespace {
-
-// A hang the idle budget stopped: its fact `stalled` is that budget, below the hang budget.
 bool stopped_idle(const RunResult& result, const RunOptions& options) {
     if (result.verdict != Verdict::liveness || result.findings.empty()) return false;
     if (options.idle_steps <= 0 || options.idle_steps >= options.stall_steps) return false;
     return result.findings.front().fact("stalled") == std::optional<std::int64_t>(options.idle_steps);
 }
+
+namespace {
 
 bool undecided(const InputJudgement& j) {
     return !j.result.internal_error && j.result.verdict != Verdict::pass && j.known == nullptr;

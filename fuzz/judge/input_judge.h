@@ -16,6 +16,9 @@ struct InputJudgement {
     std::int64_t steps = 0;            // engine steps of the judge's own runs (the classifier's are its reruns')
 };
 
+// A hang the idle budget stopped: its fact `stalled` is that budget, below the hang budget.
+bool stopped_idle(const RunResult& result, const RunOptions& options);
+
 // Stops at the first run with a kvsim internal error (result.internal_error), unclassified.
 InputJudgement judge_input(const Registry& registry, const Trace& trace, const Variant& variant, RunOptions options,
                            VariantReruns* reruns = nullptr);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz/judge/input_judge.h"
 #include "fuzz/mutator/trace_mutator.h"
 #include "fuzz/swarm/swarm.h"
 #include "properties/findings/classify.h"
@@ -37,9 +38,8 @@ std::vector<std::string> corpus_traces() {
 // slower than the idle budget (one-token prefill chunks after a preemption) ends later.
 RunResult run_on_budgets(const Trace& capped, const Variant& variant, RunOptions options) {
     RunResult result = run_trace(capped, variant, options);
-    const bool idle_stop = result.verdict == Verdict::liveness && !result.findings.empty() &&
-                           result.findings.front().fact("stalled") == std::optional<std::int64_t>(options.idle_steps);
-    if (!idle_stop || classify(builtin_registry(), capped, variant, result, options) != nullptr) return result;
+    if (!stopped_idle(result, options) || classify(builtin_registry(), capped, variant, result, options) != nullptr)
+        return result;
     options.idle_steps = 0;
     return run_trace(capped, variant, options);
 }
