@@ -171,9 +171,11 @@ int stall_budget(const Trace& trace);
 // The trace target's idle budget (RunOptions::idle_steps): a run whose requests compute nothing
 // they had not computed before, and make no progress, for this many steps after its last event and
 // once every fault has settled, is stopped as a hang. Twice every delay a worker can impose
-// (store, load, pull and stand_in delays and store_delay faults, summed), plus 64; never more than
-// stall_budget. It stops a livelock (preemption, recomputation) that stall_budget lets run a whole
-// prefill again. A NEW hang is confirmed without it.
+// (store, load, pull and stand_in delays and store_delay faults, summed), plus the longest
+// recomputation (one request's prompt and output tokens, one chunk a step, and 2 steps: a preempted
+// request computes nothing new until it has recomputed them all), plus 32; never more than
+// stall_budget. It stops a livelock (preemption, recomputation) that stall_budget lets run every
+// request's prefill again. A NEW hang is confirmed without it.
 int idle_budget(const Trace& trace);
 
 // The three budgets above from one pass over the trace (the target needs all three per input).

@@ -518,6 +518,9 @@ struct Work {
     // the slowest worker delays, stand_in load delays and store_delay fault steps, summed (what a
     // worker can make the core wait for once every fault has fired: a store_delay lasts)
     std::int64_t worker_delays = 0;
+    // the longest recomputation: one request's prompt and every output token, one chunk a step, and 2
+    // more (after a preemption, a request computes nothing new until it has recomputed all of them)
+    std::int64_t longest_recompute = 0;
 };
 
 Work work_of(const Trace& t) {
@@ -526,8 +529,11 @@ Work work_of(const Trace& t) {
     Work work;
     for (const Event& ev : t.events) {
         if (const auto* a = std::get_if<ArriveEvent>(&ev.body)) {
-            work.prefill_steps += cdiv(std::max<std::int64_t>(1, detail::sequence_length(lengths, a->prompt)), chunk) + 2;
+            const std::int64_t prompt = std::max<std::int64_t>(1, detail::sequence_length(lengths, a->prompt));
+            work.prefill_steps += cdiv(prompt, chunk) + 2;
             work.output_tokens += std::max(1, a->max_tokens);
+            work.longest_recompute =
+                std::max<std::int64_t>(work.longest_recompute, cdiv(prompt + std::max(1, a->max_tokens), chunk) + 2);
             ++work.requests;
         } else if (const auto* f = std::get_if<FaultEvent>(&ev.body)) {
             work.delays += std::max(0, f->steps);
@@ -558,7 +564,7 @@ SearchBudgets search_budgets(const Trace& t) {
     SearchBudgets b;
     b.steps = std::min(t.run.max_steps, 2 * drain_bound(t, work));
     b.stall = static_cast<int>(std::min<std::int64_t>(64 + 2 * (work.prefill_steps + work.delays), b.steps));
-    b.idle = static_cast<int>(std::min<std::int64_t>(64 + 2 * work.worker_delays, b.stall));
+    b.idle = static_cast<int>(std::min<std::int64_t>(32 + 2 * work.worker_delays + work.longest_recompute, b.stall));
     return b;
 }
 

@@ -201,22 +201,53 @@ TEST_CASE("the idle budget does not wait on a failure armed for a job that never
     CHECK(idle.steps == run_trace(capped, require_variant("v0.30.0"), both).steps);
 }
 
-TEST_CASE("the idle budget is twice the worker delays plus 64, within the hang budget", "[fuzz][budget]") {
-    Trace trace = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=16\nrun max_steps=100000\n"
-                              "connector store role=kv_both\n"
+TEST_CASE("the idle budget is 32, twice the worker delays and the longest recomputation, within the hang budget",
+          "[fuzz][budget]") {
+    Trace trace = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=16 max_batched_tokens=64\n"
+                              "run max_steps=100000\nconnector store role=kv_both\n"
                               "workers ranks=1 store_delay_min=1 store_delay_max=5 load_delay_min=1 load_delay_max=7 "
-                              "pull_delay=3\nsegment s len=400\n@0 arrive r prompt=s max_tokens=4\n",
+                              "pull_delay=3\nsegment s len=400\nsegment t len=60\n@0 arrive r prompt=s max_tokens=4\n"
+                              "@0 arrive q prompt=t max_tokens=4\n",
                               "<budget>");
-    CHECK(idle_budget(trace) == 64 + 2 * (5 + 7 + 3));
-    CHECK(idle_budget(trace) < stall_budget(trace));  // the prefill of 400 tokens counts only there
+    // r recomputes its 400 prompt tokens and 4 output tokens in 7 chunks of 64, and 2 steps more
+    CHECK(idle_budget(trace) == 32 + 2 * (5 + 7 + 3) + (7 + 2));
+    CHECK(idle_budget(trace) < stall_budget(trace));  // every request's prefill counts there, not one
     // a store_delay fault lasts: its steps count; a pending lookup is waited out as a fault in effect
     trace.events.push_back(Event{.step = 0, .body = FaultEvent{.kind = FaultKind::store_delay, .rank = 0, .steps = 9}});
     trace.events.push_back(
         Event{.step = 0, .body = FaultEvent{.kind = FaultKind::lookup_pending, .steps = 30, .request_id = "r"}});
-    CHECK(idle_budget(trace) == 64 + 2 * (5 + 7 + 3 + 9));
+    CHECK(idle_budget(trace) == 32 + 2 * (5 + 7 + 3 + 9) + (7 + 2));
     trace.run.max_steps = 20;
     CHECK(idle_budget(trace) == stall_budget(trace));
     CHECK(stall_budget(trace) <= step_budget(trace));
+}
+
+TEST_CASE("the idle budget waits out a recomputation of one token a step", "[fuzz][budget]") {
+    // 50 blocks of 4 hold 200 tokens: the two 192-token requests preempt the others, and each other,
+    // and recompute one token a step (long_prefill_threshold=1), computing nothing new for longer
+    // than a budget without the recomputation; the trace drains.
+    const Trace trace = parse_trace(
+        "kvsim-trace 1\nengine block_size=4 num_blocks=50 max_batched_tokens=1024 max_running=16 max_model_len=193 "
+        "chunked_prefill=off prefix_caching=off long_prefill_threshold=1\nrun max_steps=3389\n"
+        "workers ranks=4 store_delay_min=1 store_delay_max=1 load_delay_min=1 load_delay_max=1 pull_delay=1\n"
+        "segment a len=96\nsegment b len=96\nsegment c len=16\n"
+        "@0 arrive r0 prompt=a+b max_tokens=16\n@0 arrive r1 prompt=b+a max_tokens=16\n"
+        "@0 arrive r2 prompt=a max_tokens=16\n@0 arrive r3 prompt=b max_tokens=16\n"
+        "@0 arrive r4 prompt=c max_tokens=16\n@0 arrive r5 prompt=a max_tokens=16\n",
+        "<recompute>");
+    Trace capped = trace;
+    capped.run.max_steps = step_budget(trace);
+    const Variant variant = require_variant("v0.30.0");
+    RunOptions options{.text_log = false, .stall_steps = stall_budget(trace), .idle_steps = idle_budget(trace)};
+    REQUIRE(idle_budget(trace) < stall_budget(trace));
+    const RunResult run = run_trace(capped, variant, options);
+    CHECK(run.verdict == Verdict::pass);
+    CHECK_FALSE(stopped_idle(run, options));
+    // without the longest recomputation's 192 + 16 + 2 steps, the budget stops the thrash as a hang
+    options.idle_steps -= 192 + 16 + 2;
+    const RunResult short_budget = run_trace(capped, variant, options);
+    CHECK(short_budget.verdict == Verdict::liveness);
+    CHECK(stopped_idle(short_budget, options));
 }
 
 }  // namespace
