@@ -50,11 +50,11 @@ find_traces() {
 }
 
 # fuzz_trace_options: the libFuzzer flags of fuzz/kvsim_fuzz_trace.options that shape the search
-# (entropic, use_cmp, len_control, max_len), as "-key=value" words for a command line. libFuzzer
+# (entropic, use_counters, use_cmp, len_control, max_len), as "-key=value" words for a command line. libFuzzer
 # reads a .options file only under ClusterFuzz: every local run (scripts/nightly, scripts/bench-fuzz)
 # takes these from here, so that one file holds them.
 fuzz_trace_options() {
-  awk -F' *= *' '/^(entropic|use_cmp|len_control|max_len) *=/ { printf "-%s=%s ", $1, $2 }' \
+  awk -F' *= *' '/^(entropic|use_counters|use_cmp|len_control|max_len) *=/ { printf "-%s=%s ", $1, $2 }' \
     "$kvsim_lib_dir/../fuzz/kvsim_fuzz_trace.options"
 }
 
