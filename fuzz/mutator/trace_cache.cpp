@@ -38,9 +38,9 @@ Trace TraceCache::repaired(std::string_view text, std::uint64_t seed) {
     return trace;
 }
 
-void TraceCache::printed(std::string_view text, const Trace& trace) {
+void TraceCache::printed(std::string_view text, Trace trace) {
     Entry& entry = slot(text);
-    entry.parsed = trace;
+    entry.parsed = std::move(trace);
     // as a trace built in memory: the parent's source lines do not say where the printed lines are
     for (Event& e : entry.parsed->events) e.line = 0;
     for (StepCheck& c : entry.parsed->checks) c.line = 0;

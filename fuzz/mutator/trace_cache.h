@@ -33,7 +33,7 @@ public:
     // The mutator printed `trace`, which normalize() leaves as it is, as `text` (print_trace): both
     // parse_trace(text) and salvage(text) give `trace` back (Trace::operator==, which leaves out the
     // source line numbers; the cache keeps them 0, as for a trace built in memory).
-    void printed(std::string_view text, const Trace& trace);
+    void printed(std::string_view text, Trace trace);
 
     std::uint64_t hits() const { return hits_; }
     std::uint64_t misses() const { return misses_; }

@@ -731,7 +731,7 @@ std::string fit_and_print(Trace t, const TextOptions& options) {
         text = print_trace(t);
     }
     if (text.size() > options.max_size) return {};
-    if (options.cache != nullptr) options.cache->printed(text, t);
+    if (options.cache != nullptr) options.cache->printed(text, std::move(t));
     return text;
 }
 
@@ -765,8 +765,8 @@ std::vector<Mutation> mutate(Trace& t, Prng& rng) {
     return applied;
 }
 
-Trace cross_over(const Trace& a, const Trace& b, Prng& rng) {
-    Trace child = a;
+Trace cross_over(Trace a, const Trace& b, Prng& rng) {
+    Trace child = std::move(a);
     if (rng.chance(1, 2)) child.engine = b.engine;
     if (rng.chance(1, 2)) child.run = b.run;
     if (rng.chance(1, 2)) child.workers = b.workers;
@@ -827,9 +827,9 @@ std::string mutate_text(std::string_view input, std::uint64_t seed, const TextOp
 
 std::string cross_over_text(std::string_view a, std::string_view b, std::uint64_t seed, const TextOptions& options) {
     Prng rng(seed);
-    const Trace ta = parent(a, rng.next(), options);
+    Trace ta = parent(a, rng.next(), options);
     const Trace tb = parent(b, rng.next(), options);
-    return fit_and_print(cross_over(ta, tb, rng), options);
+    return fit_and_print(cross_over(std::move(ta), tb, rng), options);
 }
 
 }  // namespace kvsim::fuzz

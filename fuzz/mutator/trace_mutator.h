@@ -131,7 +131,7 @@ std::vector<Mutation> mutate(Trace& trace, Prng& rng);
 
 // A child of two traces: config parts from either parent, segments and store lines of both
 // (renamed where they clash), events spliced at a cut (or merged by step), then normalize().
-Trace cross_over(const Trace& a, const Trace& b, Prng& rng);
+Trace cross_over(Trace a, const Trace& b, Prng& rng);
 
 // The text API the fuzz target calls.
 struct TextOptions {
