@@ -530,10 +530,10 @@ Work work_of(const Trace& t) {
     for (const Event& ev : t.events) {
         if (const auto* a = std::get_if<ArriveEvent>(&ev.body)) {
             const std::int64_t prompt = std::max<std::int64_t>(1, detail::sequence_length(lengths, a->prompt));
+            const std::int64_t output = std::max(1, a->max_tokens);
             work.prefill_steps += cdiv(prompt, chunk) + 2;
-            work.output_tokens += std::max(1, a->max_tokens);
-            work.longest_recompute =
-                std::max<std::int64_t>(work.longest_recompute, cdiv(prompt + std::max(1, a->max_tokens), chunk) + 2);
+            work.output_tokens += output;
+            work.longest_recompute = std::max<std::int64_t>(work.longest_recompute, cdiv(prompt + output, chunk) + 2);
             ++work.requests;
         } else if (const auto* f = std::get_if<FaultEvent>(&ev.body)) {
             work.delays += std::max(0, f->steps);
