@@ -749,8 +749,10 @@ bool apply_mutation(Trace& t, Mutation mutation, Prng& rng) {
     return row != nullptr && row->apply(t, rng);
 }
 
-std::vector<Mutation> mutate(Trace& t, Prng& rng) {
-    normalize(t);
+namespace {
+
+// mutate() of a trace normalize() leaves as it is: repair()'s, whether cached or not.
+std::vector<Mutation> mutate_normalized(Trace& t, Prng& rng) {
     const Trace original = t;
     std::vector<Mutation> applied;
     for (int attempt = 0; attempt < 8; ++attempt) {
@@ -763,6 +765,13 @@ std::vector<Mutation> mutate(Trace& t, Prng& rng) {
         if (!(t == original)) break;  // a mutation normalize() undid does not count
     }
     return applied;
+}
+
+}  // namespace
+
+std::vector<Mutation> mutate(Trace& t, Prng& rng) {
+    normalize(t);
+    return mutate_normalized(t, rng);
 }
 
 Trace cross_over(Trace a, const Trace& b, Prng& rng) {
@@ -817,10 +826,10 @@ std::string mutate_text(std::string_view input, std::uint64_t seed, const TextOp
         const std::size_t size = options.byte_mutate(buffer.data(), text.size(), buffer.size() - 1);
         Trace repaired = repair(
             std::string_view(reinterpret_cast<const char*>(buffer.data()), std::min(size, buffer.size())), rng.next());
-        if (repaired == t) mutate(t, rng);
+        if (repaired == t) mutate_normalized(t, rng);
         else t = std::move(repaired);
     } else {
-        mutate(t, rng);
+        mutate_normalized(t, rng);
     }
     return fit_and_print(std::move(t), options);
 }
