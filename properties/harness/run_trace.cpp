@@ -19,15 +19,22 @@
 namespace kvsim {
 namespace {
 
-void record_transitions(const Engine& engine, RunResult& result) {
-    std::array<std::array<bool, kNumLifecycleStates>, kNumLifecycleStates> seen{};  // a key is built once per edge
-    for (const StatusTransition& t : engine.scheduler().transitions()) {
-        const LifecycleState from = from_state(t.from), to = to_state(t.to);
-        bool& once = seen[static_cast<std::size_t>(from)][static_cast<std::size_t>(to)];
-        if (!once) result.lifecycle_edges.insert(transition_key(from, to));
-        once = true;
+// The lifecycle edges of a run's steps, into RunResult::lifecycle_edges: each edge's key is built
+// and inserted once per run, not once per step that takes it.
+class EdgeRecorder {
+public:
+    void record(const Engine& engine, RunResult& result) {
+        for (const StatusTransition& t : engine.scheduler().transitions()) {
+            const LifecycleState from = from_state(t.from), to = to_state(t.to);
+            bool& once = seen_[static_cast<std::size_t>(from)][static_cast<std::size_t>(to)];
+            if (!once) result.lifecycle_edges.insert(transition_key(from, to));
+            once = true;
+        }
     }
-}
+
+private:
+    std::array<std::array<bool, kNumLifecycleStates>, kNumLifecycleStates> seen_{};
+};
 
 // Ends the run on `findings` (non-empty): logs each, and the first decides the verdict.
 void conclude(Engine& engine, RunResult& result, std::vector<Finding> findings) {
@@ -58,11 +65,12 @@ bool conclude_on_violations(Engine& engine, int step, const std::vector<Violatio
 // Runs step `step` and judges it (every checker sweeps everything when `full_sweep`); false when
 // the run ends here (a finding).
 bool run_and_check_step(Engine& engine, int step, bool full_sweep, WorkerObservers& access_checker,
-                        const std::vector<std::unique_ptr<Checker>>& checkers, RunResult& result) {
+                        const std::vector<std::unique_ptr<Checker>>& checkers, EdgeRecorder& edges,
+                        RunResult& result) {
     try {
         engine.run_step(step);
     } catch (const UpstreamAssertion& assertion) {
-        record_transitions(engine, result);
+        edges.record(engine, result);
         result.crash = UpstreamCrash{.id = assertion.id(),
                                      .site = parse_upstream_site(assertion.site()),
                                      .assertion = assertion.what(),
@@ -71,11 +79,11 @@ bool run_and_check_step(Engine& engine, int step, bool full_sweep, WorkerObserve
         conclude(engine, result, {crash_finding(*result.crash)});
         return false;
     } catch (const std::logic_error& bug) {
-        record_transitions(engine, result);
+        edges.record(engine, result);
         conclude(engine, result, {internal_finding(bug.what(), step)});
         return false;
     }
-    record_transitions(engine, result);
+    edges.record(engine, result);
     std::vector<Violation> violations = access_checker.take_violations();
     for (const auto& checker : checkers) checker->check_step(engine, violations, full_sweep);
     return !conclude_on_violations(engine, step, violations, result);
@@ -152,6 +160,7 @@ RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions&
     const int period = sweep_period(options, trace.engine.num_blocks);
     int last_swept = -1;  // the last step judged by a full sweep (-1: as if before step 0)
     int last_run = -1;
+    EdgeRecorder edges;
 
     std::optional<StallWatch> stall;
     if (options.stall_steps > 0 || options.idle_steps > 0) stall.emplace(options.stall_steps, options.idle_steps);
@@ -172,7 +181,7 @@ RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions&
         if (full_sweep) last_swept = step;
         last_run = step;
         if (checks) checks->before_step(engine, step);
-        const bool go_on = run_and_check_step(engine, step, full_sweep, access_checker, checkers, result);
+        const bool go_on = run_and_check_step(engine, step, full_sweep, access_checker, checkers, edges, result);
         if (recorder) recorder->record(step);
         if (!go_on) {
             ended = true;
