@@ -35,12 +35,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include <unistd.h>
 
-#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -209,25 +209,35 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;
     }
     const std::string_view text(reinterpret_cast<const char*>(data), size);
-    kvsim::Trace trace;
+    std::optional<kvsim::Trace> own;  // the trace when the cache does not hold it as run
+    const kvsim::Trace* parsed = nullptr;
     try {
-        trace = g_campaign->traces.parsed(text, kvsim::fuzz::TraceCache::Keep::no);
+        parsed = &g_campaign->traces.parsed_view(text, own);
     } catch (const kvsim::InputError&) {
         ++g_campaign->ignored;
         return 0;  // the mutator repairs such inputs; as an input it is simply not a trace
     }
-    if (!kvsim::fuzz::within_budget(trace)) {
+    if (!kvsim::fuzz::within_budget(*parsed)) {
         ++g_campaign->ignored;
         return 0;
     }
-    trace.run.variant = g_campaign->variant_name;
+    // The trace runs under the campaign's variant, at most its step budget: the mutator's outputs,
+    // which the cache holds, carry both already and run without a copy.
+    const kvsim::fuzz::SearchBudgets budgets = kvsim::fuzz::search_budgets(*parsed);
+    if (parsed->run.variant != g_campaign->variant_name || parsed->run.max_steps != budgets.steps) {
+        if (!own) own = *parsed;
+        own->run.variant = g_campaign->variant_name;
+        own->run.max_steps = budgets.steps;
+        parsed = &*own;
+    }
+    const kvsim::Trace& trace = *parsed;
     ++(kvsim::resolved_async_scheduling(trace.engine, g_campaign->variant) ? g_campaign->runs_async_on
                                                                             : g_campaign->runs_async_off);
     const std::uint64_t input = g_campaign->inputs++;
     const bool replay = g_campaign->determinism_every > 0 && input % g_campaign->determinism_every == 0;
     // muted, but for the event categories the registry reads: classifying a failing input then needs
     // no replay of it for its events
-    const kvsim::RunOptions options = kvsim::fuzz::search_run_options(trace, replay, g_campaign->events_read);
+    const kvsim::RunOptions options = kvsim::fuzz::search_run_options(budgets, replay, g_campaign->events_read);
     const kvsim::InputJudgement judged = kvsim::judge_input(kvsim::builtin_registry(), trace, g_campaign->variant,
                                                             options, &g_campaign->variant_reruns);
     g_campaign->idle_rerun += judged.idle_rerun ? 1 : 0;

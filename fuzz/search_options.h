@@ -8,9 +8,8 @@
 
 namespace kvsim::fuzz {
 
-inline RunOptions search_run_options(Trace& trace, bool check_determinism, EventCategories registry_reads) {
-    const SearchBudgets budgets = search_budgets(trace);
-    trace.run.max_steps = budgets.steps;
+// The options for a trace whose run.max_steps already is budgets.steps.
+inline RunOptions search_run_options(const SearchBudgets& budgets, bool check_determinism, EventCategories registry_reads) {
     return RunOptions{.check_determinism = check_determinism,
                       .text_log = false,
                       .events = false,
@@ -19,6 +18,13 @@ inline RunOptions search_run_options(Trace& trace, bool check_determinism, Event
                       .step_checks = false,
                       .stall_steps = budgets.stall,
                       .idle_steps = budgets.idle};
+}
+
+// Cuts trace.run.max_steps to its step budget, and gives the options.
+inline RunOptions search_run_options(Trace& trace, bool check_determinism, EventCategories registry_reads) {
+    const SearchBudgets budgets = search_budgets(trace);
+    trace.run.max_steps = budgets.steps;
+    return search_run_options(budgets, check_determinism, registry_reads);
 }
 
 }  // namespace kvsim::fuzz

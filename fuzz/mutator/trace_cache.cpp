@@ -24,6 +24,15 @@ Trace TraceCache::parsed(std::string_view text, Keep keep) {
     return trace;
 }
 
+const Trace& TraceCache::parsed_view(std::string_view text, std::optional<Trace>& storage) {
+    if (const auto it = entries_.find(text); it != entries_.end() && it->second.parsed) {
+        ++hits_;
+        return *it->second.parsed;
+    }
+    ++misses_;
+    return storage.emplace(parse_trace(text, "<input>"));
+}
+
 Trace TraceCache::repaired(std::string_view text, std::uint64_t seed) {
     Trace trace;
     if (const auto it = entries_.find(text); it != entries_.end() && (it->second.salvaged || it->second.salvaged_is_parsed)) {

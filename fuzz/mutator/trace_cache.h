@@ -28,6 +28,9 @@ public:
 
     // parse_trace(text, "<input>"); throws its InputError (a text that does not parse is not kept).
     Trace parsed(std::string_view text, Keep keep = Keep::yes);
+    // parsed(text, Keep::no) without its copy: the cached trace, or the text parsed into `storage`.
+    // The reference lasts until the cache's next non-const call.
+    const Trace& parsed_view(std::string_view text, std::optional<Trace>& storage);
     // repair(text, seed).
     Trace repaired(std::string_view text, std::uint64_t seed);
     // The mutator printed `trace`, which normalize() leaves as it is, as `text` (print_trace): both

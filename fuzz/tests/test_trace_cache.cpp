@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,25 @@ TEST_CASE("trace cache: Keep::no answers from the cache but does not add a text 
     CHECK(cache.parsed(text, TraceCache::Keep::no) == expected);
     CHECK(cache.misses() == 3);
     CHECK(cache.hits() == 1);  // kept by the default, then found
+}
+
+TEST_CASE("trace cache: parsed_view answers as parsed does, from the cache or into the caller's storage",
+          "[fuzz][cache]") {
+    TraceCache cache;
+    const std::string text = swarm_text(4);
+    const Trace expected = parse_trace(text, "<input>");
+    std::optional<Trace> storage;
+    CHECK(cache.parsed_view(text, storage) == expected);
+    REQUIRE(storage.has_value());  // a miss parses into the caller's storage and keeps nothing
+    CHECK(cache.misses() == 1);
+    cache.parsed(text);
+    std::optional<Trace> unused;
+    const Trace& found = cache.parsed_view(text, unused);
+    CHECK(found == expected);
+    CHECK_FALSE(unused.has_value());  // a hit is the cached trace itself
+    CHECK(cache.hits() == 1);
+    CHECK_THROWS_AS(cache.parsed_view("not a trace", unused), InputError);
+    CHECK(cache.misses() == 3);
 }
 
 }  // namespace
