@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <functional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -694,17 +696,19 @@ void apply_rename(std::vector<std::string>& names, const std::unordered_map<std:
 std::vector<Event> imported_events(const Trace& child, const Trace& b,
                                    const std::unordered_map<std::string, std::string>& segment_rename) {
     std::unordered_map<std::string, std::string> ids;
-    Trace names = child;  // for fresh_request_id: ids taken in the child, plus the ones given out
+    std::set<std::string, std::less<>> taken;  // the child's request ids, and the ones given out
+    for (const Event& e : child.events)
+        if (const auto* a = std::get_if<ArriveEvent>(&e.body)) taken.insert(a->request_id);
     std::vector<Event> out;
     for (Event e : b.events) {
         if (auto* a = std::get_if<ArriveEvent>(&e.body)) {
             apply_rename(a->prompt, segment_rename);
-            if (detail::request_exists(names, a->request_id)) {
-                const std::string fresh = detail::fresh_request_id(names);
+            if (taken.contains(a->request_id)) {  // detail::fresh_request_id of the child and the given-out ids
+                const std::string fresh = detail::fresh_name("r", [&](const std::string& n) { return taken.contains(n); });
                 ids[a->request_id] = fresh;
                 a->request_id = fresh;
             }
-            names.events.push_back(e);
+            taken.insert(a->request_id);
         } else if (std::string* id = event_request_id(e.body)) {
             if (const auto it = ids.find(*id); it != ids.end()) *id = it->second;
         }
