@@ -248,9 +248,10 @@ private:
 
     template <class T>
     void check_presence(const LineSchema<T>& schema, const std::vector<char>& given, const T& object) const {
+        const std::string kind = line_kind(schema, object);
         for (std::size_t r = 0; r < schema.rows.size(); ++r) {
             const KeySpec& spec = schema.rows[r].spec;
-            if (spec.required && !given[r] && row_applies(schema, schema.rows[r], object))
+            if (spec.required && !given[r] && row_applies(schema.rows[r], kind))
                 fail(field_of(schema.field_prefix, spec), "missing required key");
             if (spec.one_of.empty()) continue;
             std::vector<std::string_view> group;
@@ -332,9 +333,10 @@ private:
     template <class T>
     void rows(const LineSchema<T>& schema, const T& object, int line) const {
         const T defaults{};
+        const std::string kind = line_kind(schema, object);
         for (const Row<T>& row : schema.rows) {
             const KeySpec& spec = row.spec;
-            if (!row_applies(schema, row, object)) {
+            if (!row_applies(row, kind)) {
                 // The printer omits the key, so only its default survives a round trip.
                 if (row.get(object) != row.get(defaults))
                     fail(line, field_of(schema.field_prefix, spec), kinds_only_message(schema.keyword, spec));

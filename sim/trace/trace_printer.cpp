@@ -16,8 +16,9 @@ std::string schema_line(const LineSchema<T>& schema, const T& object) {
             out += ' ';
             append_value(out, row.spec, row.get(object));
         }
+    const std::string kind = line_kind(schema, object);
     for (const Row<T>& row : schema.rows) {
-        if (row.spec.positional || !row_applies(schema, row, object) || (row.present && !row.present(object)))
+        if (row.spec.positional || !row_applies(row, kind) || (row.present && !row.present(object)))
             continue;
         out += ' ';
         out += row.spec.name;
