@@ -47,6 +47,21 @@ Trace TraceCache::repaired(std::string_view text, std::uint64_t seed) {
     return trace;
 }
 
+const Trace& TraceCache::repaired_view(std::string_view text, std::uint64_t seed, std::optional<Trace>& storage) {
+    if (const auto it = entries_.find(text); it != entries_.end() && (it->second.salvaged || it->second.salvaged_is_parsed)) {
+        ++hits_;
+        const Trace& cached = it->second.salvaged ? *it->second.salvaged : *it->second.parsed;
+        if (has_request(cached)) return cached;  // give_request would leave it as it is
+        storage = cached;
+    } else {
+        ++misses_;
+        storage = salvage(text);
+        slot(text).salvaged = *storage;
+    }
+    give_request(*storage, seed);
+    return *storage;
+}
+
 void TraceCache::printed(std::string_view text, Trace trace) {
     Entry& entry = slot(text);
     entry.parsed = std::move(trace);

@@ -33,6 +33,9 @@ public:
     const Trace& parsed_view(std::string_view text, std::optional<Trace>& storage);
     // repair(text, seed).
     Trace repaired(std::string_view text, std::uint64_t seed);
+    // repaired(text, seed) without its copy: the cached trace when it has a request, else the
+    // trace with the seed's request in `storage`. The reference lasts until the next non-const call.
+    const Trace& repaired_view(std::string_view text, std::uint64_t seed, std::optional<Trace>& storage);
     // The mutator printed `trace`, which normalize() leaves as it is, as `text` (print_trace): both
     // parse_trace(text) and salvage(text) give `trace` back (Trace::operator==, which leaves out the
     // source line numbers; the cache keeps them 0, as for a trace built in memory).

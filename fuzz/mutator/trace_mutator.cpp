@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -841,8 +842,12 @@ std::string mutate_text(std::string_view input, std::uint64_t seed, const TextOp
 std::string cross_over_text(std::string_view a, std::string_view b, std::uint64_t seed, const TextOptions& options) {
     Prng rng(seed);
     Trace ta = parent(a, rng.next(), options);
-    const Trace tb = parent(b, rng.next(), options);
-    return fit_and_print(cross_over(std::move(ta), tb, rng), options);
+    std::optional<Trace> b_storage;  // the second parent, read only: the cache's own when it can be
+    const std::uint64_t b_seed = rng.next();
+    const Trace& tb = options.cache != nullptr ? options.cache->repaired_view(b, b_seed, b_storage)
+                                               : b_storage.emplace(repair(b, b_seed));
+    Trace child = cross_over(std::move(ta), tb, rng);  // tb is not read after this: fit_and_print fills the cache
+    return fit_and_print(std::move(child), options);
 }
 
 }  // namespace kvsim::fuzz

@@ -122,6 +122,8 @@ Trace repair(std::string_view text, std::uint64_t seed);
 // does not change, and then, when that trace has no request, the request drawn from the seed.
 Trace salvage(std::string_view text);
 void give_request(Trace& trace, std::uint64_t seed);
+// Whether the trace has an arrival (give_request leaves such a trace as it is).
+bool has_request(const Trace& trace);
 
 // One mutation in place (no normalize). false when it does not apply (nothing to remove, ...).
 bool apply_mutation(Trace& trace, Mutation mutation, Prng& rng);

@@ -445,12 +445,12 @@ private:
     Trace t_;
 };
 
+}  // namespace
+
 bool has_request(const Trace& t) {
     return std::any_of(t.events.begin(), t.events.end(),
                        [](const Event& e) { return std::holds_alternative<ArriveEvent>(e.body); });
 }
-
-}  // namespace
 
 bool normalize(Trace& t) {
     t.version = kTraceFormatVersion;

@@ -111,5 +111,24 @@ TEST_CASE("trace cache: parsed_view answers as parsed does, from the cache or in
     CHECK(cache.misses() == 3);
 }
 
+TEST_CASE("trace cache: repaired_view answers as repaired does, copying only a trace given a request",
+          "[fuzz][cache]") {
+    TraceCache cache;
+    const std::string with_requests = swarm_text(5);
+    const std::string without = "not a trace at all";
+    for (int pass = 0; pass < 2; ++pass) {  // a miss, then a hit
+        INFO("pass " << pass);
+        std::optional<Trace> storage;
+        CHECK(cache.repaired_view(with_requests, 7, storage) == repair(with_requests, 7));
+        CHECK(storage.has_value() == (pass == 0));  // a hit is the cached trace itself
+        std::optional<Trace> given;
+        CHECK(cache.repaired_view(without, 7, given) == repair(without, 7));
+        CHECK(given.has_value());  // the seed's request is added to a copy, never to the cached trace
+        CHECK(cache.repaired_view(without, 8, given) == repair(without, 8));
+    }
+    CHECK(cache.hits() == 4);
+    CHECK(cache.misses() == 2);
+}
+
 }  // namespace
 }  // namespace kvsim::fuzz
