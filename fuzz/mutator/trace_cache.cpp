@@ -14,14 +14,11 @@ TraceCache::Entry& TraceCache::slot(std::string_view text) {
 }
 
 Trace TraceCache::parsed(std::string_view text, Keep keep) {
-    if (const auto it = entries_.find(text); it != entries_.end() && it->second.parsed) {
-        ++hits_;
-        return *it->second.parsed;
-    }
-    ++misses_;
-    Trace trace = parse_trace(text, "<input>");
-    if (keep == Keep::yes) slot(text).parsed = trace;
-    return trace;
+    std::optional<Trace> storage;
+    const Trace& trace = parsed_view(text, storage);
+    if (!storage) return trace;  // a copy of the cached one
+    if (keep == Keep::yes) slot(text).parsed = *storage;
+    return std::move(*storage);
 }
 
 const Trace& TraceCache::parsed_view(std::string_view text, std::optional<Trace>& storage) {
@@ -34,17 +31,10 @@ const Trace& TraceCache::parsed_view(std::string_view text, std::optional<Trace>
 }
 
 Trace TraceCache::repaired(std::string_view text, std::uint64_t seed) {
-    Trace trace;
-    if (const auto it = entries_.find(text); it != entries_.end() && (it->second.salvaged || it->second.salvaged_is_parsed)) {
-        ++hits_;
-        trace = it->second.salvaged ? *it->second.salvaged : *it->second.parsed;
-    } else {
-        ++misses_;
-        trace = salvage(text);
-        slot(text).salvaged = trace;
-    }
-    give_request(trace, seed);
-    return trace;
+    std::optional<Trace> storage;
+    const Trace& trace = repaired_view(text, seed, storage);
+    if (!storage) return trace;  // a copy of the cached one
+    return std::move(*storage);
 }
 
 const Trace& TraceCache::repaired_view(std::string_view text, std::uint64_t seed, std::optional<Trace>& storage) {
