@@ -251,7 +251,7 @@ private:
         const std::string kind = line_kind(schema, object);
         for (std::size_t r = 0; r < schema.rows.size(); ++r) {
             const KeySpec& spec = schema.rows[r].spec;
-            if (spec.required && !given[r] && row_applies(schema.rows[r], kind))
+            if (spec.required && !given[r] && key_applies(spec, kind))
                 fail(field_of(schema.field_prefix, spec), "missing required key");
             if (spec.one_of.empty()) continue;
             std::vector<std::string_view> group;
@@ -336,7 +336,7 @@ private:
         const std::string kind = line_kind(schema, object);
         for (const Row<T>& row : schema.rows) {
             const KeySpec& spec = row.spec;
-            if (!row_applies(row, kind)) {
+            if (!key_applies(spec, kind)) {
                 // The printer omits the key, so only its default survives a round trip.
                 if (row.get(object) != row.get(defaults))
                     fail(line, field_of(schema.field_prefix, spec), kinds_only_message(schema.keyword, spec));

@@ -18,7 +18,7 @@ std::string schema_line(const LineSchema<T>& schema, const T& object) {
         }
     const std::string kind = line_kind(schema, object);
     for (const Row<T>& row : schema.rows) {
-        if (row.spec.positional || !row_applies(row, kind) || (row.present && !row.present(object)))
+        if (row.spec.positional || !key_applies(row.spec, kind) || (row.present && !row.present(object)))
             continue;
         out += ' ';
         out += row.spec.name;

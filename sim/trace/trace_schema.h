@@ -127,14 +127,9 @@ std::string line_kind(const LineSchema<T>& schema, const T& object) {
     return {};
 }
 
+// Whether a key belongs to a line of kind `kind` (line_kind): a loop over a line's rows finds the kind
+// once and asks this, not row_applies, once per row.
 bool key_applies(const KeySpec& spec, std::string_view kind);
-
-// Whether `row` belongs to a line of kind `kind` (line_kind of its object): a loop over a line's rows
-// finds the kind once, not once per row.
-template <class T>
-bool row_applies(const Row<T>& row, std::string_view kind) {
-    return row.spec.kinds.empty() || key_applies(row.spec, kind);
-}
 
 // Whether `row` belongs to the line of `object`'s kind (always, for lines without kinds).
 template <class T>
