@@ -718,8 +718,18 @@ std::vector<Event> imported_events(const Trace& child, const Trace& b,
     return out;
 }
 
+// repair(text, seed), read only: the cache's own trace when it can be, else repaired into `storage`.
+const Trace& parent_view(std::string_view text, std::uint64_t seed, const TextOptions& options,
+                         std::optional<Trace>& storage) {
+    return options.cache != nullptr ? options.cache->repaired_view(text, seed, storage)
+                                    : storage.emplace(repair(text, seed));
+}
+
 Trace parent(std::string_view text, std::uint64_t seed, const TextOptions& options) {
-    return options.cache != nullptr ? options.cache->repaired(text, seed) : repair(text, seed);
+    std::optional<Trace> storage;
+    const Trace& trace = parent_view(text, seed, options, storage);
+    if (!storage) return trace;  // a copy of the cached one
+    return std::move(*storage);
 }
 
 std::string fit_and_print(Trace t, const TextOptions& options) {
@@ -842,10 +852,8 @@ std::string mutate_text(std::string_view input, std::uint64_t seed, const TextOp
 std::string cross_over_text(std::string_view a, std::string_view b, std::uint64_t seed, const TextOptions& options) {
     Prng rng(seed);
     Trace ta = parent(a, rng.next(), options);
-    std::optional<Trace> b_storage;  // the second parent, read only: the cache's own when it can be
-    const std::uint64_t b_seed = rng.next();
-    const Trace& tb = options.cache != nullptr ? options.cache->repaired_view(b, b_seed, b_storage)
-                                               : b_storage.emplace(repair(b, b_seed));
+    std::optional<Trace> b_storage;
+    const Trace& tb = parent_view(b, rng.next(), options, b_storage);
     Trace child = cross_over(std::move(ta), tb, rng);  // tb is not read after this: fit_and_print fills the cache
     return fit_and_print(std::move(child), options);
 }

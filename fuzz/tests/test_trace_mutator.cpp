@@ -118,7 +118,6 @@ TEST_CASE("fuzz mutator: mutation and crossover are deterministic for a seed", "
     CHECK(distinct.size() >= 30);  // different seeds explore different traces
 }
 
-
 // mutate_text skips mutate()'s first normalize(): repair() already gave a trace normalize() keeps.
 TEST_CASE("fuzz mutator: mutate_text prints what mutate() makes of the repaired parent", "[fuzz][mutator]") {
     const TextOptions options{.max_size = 1 << 16, .variant = "v0.30.0", .byte_mutate = {}, .cache = nullptr};
@@ -133,6 +132,7 @@ TEST_CASE("fuzz mutator: mutate_text prints what mutate() makes of the repaired 
         }
     }
 }
+
 TEST_CASE("fuzz mutator: a mutation always changes the trace", "[fuzz][mutator]") {
     for (const Seed& seed : corpus_seeds()) {
         INFO(seed.path);
