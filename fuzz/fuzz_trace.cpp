@@ -17,15 +17,16 @@
 // -kvsim_abort_on_any=1 (or KVSIM_FUZZ_ABORT_ON_ANY=1) aborts on known findings too (the canary),
 // with a third line `kvsim-known: <id>`. -kvsim_stop_on=SIG (or KVSIM_FUZZ_STOP_ON=SIG) aborts on the
 // first finding whose signature starts with SIG, known or not (scripts/bench's detection times).
-// Counts (executions, passes, ignored inputs, known findings by id, runs under each scheduling mode
-// as the engine resolves it, texts found parsed in the trace cache) are printed at exit as one line
-//   kvsim-fuzz-stats: {"variant":...,"executions":N,"passed":N,"ignored":N,"known":{"id":N,...},
+// Counts (executions, passes, ignored inputs, repeated inputs, known findings by id, runs under each
+// scheduling mode as the engine resolves it, texts found parsed in the trace cache) are printed at exit as one line
+//   kvsim-fuzz-stats: {"variant":...,"executions":N,"passed":N,"ignored":N,"repeats":N,"known":{"id":N,...},
 //                      "async_scheduling":{"off":N,"on":N},"trace_cache":{"hits":N,"misses":N},
 //                      "idle_rerun":N,"new_rerun":N,"variant_reruns":{"made":N,"shared":N}}
 // and, with KVSIM_FUZZ_STATS=PREFIX, also kept in PREFIX.<pid>.json (rewritten every 500
 // executions and at exit, so that a process stopped by a signal leaves its counts too).
 // Input that does not parse, or whose work is beyond the budget (fuzz/mutator/trace_mutator.h), is
-// ignored. The structure-aware mutator and crossover (fuzz/mutator) produce only valid traces.
+// ignored. An input the process has already run (the mutator printed the same text again, about one
+// in twenty) is not run again: the model is deterministic, so it would give the same schedule. The structure-aware mutator and crossover (fuzz/mutator) produce only valid traces.
 //
 // The variant comes from -kvsim_variant=V on the command line (removed before libFuzzer parses
 // its flags, and exported as KVSIM_FUZZ_VARIANT for fork-mode children) or from the environment
@@ -75,6 +76,7 @@ struct Campaign {
     std::string stop_on;     // non-empty: abort on a finding whose signature starts with it
     std::string stats_path;  // empty: counts only printed at exit
     std::uint64_t executions = 0, passed = 0, ignored = 0;
+    std::uint64_t repeats = 0;  // inputs the process had already run (TraceCache::ran_before), not run again
     std::map<std::string, std::uint64_t> known;  // registry id -> runs
     std::uint64_t runs_async_off = 0, runs_async_on = 0;  // inputs run, by resolved async_scheduling
     kvsim::fuzz::TraceCache traces;  // the texts parsed so far: the mutator's parents and outputs
@@ -106,7 +108,7 @@ std::string stats_json() {
     for (const auto& [id, n] : g_campaign->known) known[id] = n;
     return nlohmann::json{{"variant", g_campaign->variant_name}, {"pid", ::getpid()},
                           {"executions", g_campaign->executions}, {"passed", g_campaign->passed},
-                          {"ignored", g_campaign->ignored}, {"known", known},
+                          {"ignored", g_campaign->ignored}, {"repeats", g_campaign->repeats}, {"known", known},
                           {"async_scheduling", {{"off", g_campaign->runs_async_off}, {"on", g_campaign->runs_async_on}}},
                           {"trace_cache", {{"hits", g_campaign->traces.hits()}, {"misses", g_campaign->traces.misses()}}},
                           {"idle_rerun", g_campaign->idle_rerun},
@@ -219,6 +221,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     if (!kvsim::fuzz::within_budget(*parsed)) {
         ++g_campaign->ignored;
+        return 0;
+    }
+    if (g_campaign->traces.ran_before(text)) {
+        ++g_campaign->repeats;
         return 0;
     }
     // The trace runs under the campaign's variant, at most its step budget: the mutator's outputs,

@@ -39,7 +39,7 @@ done
 plant=$here/plant-$KVSIM_FUZZ_VARIANT
 ((canary)) && plant=$here/plant-canary
 echo "$(basename "$0") $KVSIM_FUZZ_VARIANT ${KVSIM_FUZZ_STATS##*/}" >>"$here/calls"
-[[ -n ${KVSIM_FUZZ_STATS:-} ]] && echo '{"executions":1234,"known":{"seed001_eager_snapshot_stale_save":3},"async_scheduling":{"off":600,"on":634}}' >"$KVSIM_FUZZ_STATS.$$.json"
+[[ -n ${KVSIM_FUZZ_STATS:-} ]] && echo '{"executions":1234,"repeats":56,"known":{"seed001_eager_snapshot_stale_save":3},"async_scheduling":{"off":600,"on":634}}' >"$KVSIM_FUZZ_STATS.$$.json"
 if [[ -f $plant ]]; then
   cp "$plant" "${prefix}crash-$(sha1sum <"$plant" | cut -c1-40)"
   ((canary)) && echo "kvsim-finding: verdict=crash signature=crash:missing_current_block_table variant=$KVSIM_FUZZ_VARIANT"
@@ -116,6 +116,7 @@ TEST_CASE("nightly with a stub fuzzer: canary passes and no new finding on the c
     // every job process's counts are summed; the single-process run is measured apart
     REQUIRE(v29["processes"].get<int>() >= 1);
     REQUIRE(v29["executions"].get<double>() == 1234.0 * v29["processes"].get<double>());
+    REQUIRE(v29["repeats"].get<double>() == 56.0 * v29["processes"].get<double>());
     REQUIRE(v29["single_process"]["executions"] == 1234.0);
     REQUIRE(v29["exec_per_sec"].get<double>() > 0);
     REQUIRE(v29["per_job_to_single_ratio"].get<double>() > 0);
@@ -125,6 +126,7 @@ TEST_CASE("nightly with a stub fuzzer: canary passes and no new finding on the c
     const auto& sanitizer = v29["sanitizer_build"];
     REQUIRE(sanitizer["processes"].get<int>() >= 1);
     REQUIRE(sanitizer["executions"].get<double>() == 1234.0 * sanitizer["processes"].get<double>());
+    REQUIRE(sanitizer["repeats"].get<double>() == 56.0 * sanitizer["processes"].get<double>());
     REQUIRE(sanitizer["seconds"].get<double>() > 0);
     REQUIRE(j["sanitizer_share_percent"] == 50);
     const std::string calls = slurp(c.dir / "stub" / "calls");

@@ -69,6 +69,7 @@ std::string text(const std::map<std::string, std::string>& m, const std::string&
 
 struct Counts {
     double executions = 0;
+    double repeats = 0;  // of the executions, inputs a process had already run and did not run again
     int processes = 0;
     std::map<std::string, double> known;
     std::map<std::string, double> modes;  // async_scheduling off|on -> inputs run under it
@@ -90,6 +91,7 @@ Counts sum_stats(const fs::path& dir, const std::string& prefix) {
         if (j.is_discarded() || !j.is_object()) continue;
         ++c.processes;
         c.executions += j.value("executions", 0.0);
+        c.repeats += j.value("repeats", 0.0);
         const Json known = j.value("known", Json::object());
         for (const auto& [id, n] : known.items()) c.known[id] += n.get<double>();
         const Json modes = j.value("async_scheduling", Json::object());
@@ -190,7 +192,7 @@ Json rates(const std::map<std::string, std::string>& v, const Counts& jobs, cons
 Json sanitizer_json(const std::map<std::string, std::string>& v, const Counts& sanitizer) {
     const double seconds = number(v, "sanitizer_seconds"), jobs_n = std::max(1.0, number(v, "jobs"));
     return {{"seconds", seconds}, {"processes", sanitizer.processes}, {"executions", sanitizer.executions},
-            {"exec_per_sec_per_job", rounded(rate(sanitizer.executions, seconds) / jobs_n)}};
+            {"repeats", sanitizer.repeats}, {"exec_per_sec_per_job", rounded(rate(sanitizer.executions, seconds) / jobs_n)}};
 }
 
 // Inputs run under one scheduling mode by every process of a variant (both builds' jobs and the single one).
@@ -214,7 +216,8 @@ Json variant_json(const fs::path& run_dir, const std::map<std::string, std::stri
     const bool is_broken = std::find(list.begin(), list.end(), name) != list.end();
     Json out = {{"variant", name}, {"expected_clean", !is_broken}, {"fuzzed", number(v, "seconds") > 0},
                 {"budget_seconds", number(v, "budget")}, {"seconds", number(v, "seconds")},
-                {"jobs", number(v, "jobs")}, {"processes", jobs.processes}, {"executions", jobs.executions}};
+                {"jobs", number(v, "jobs")}, {"processes", jobs.processes}, {"executions", jobs.executions},
+                {"repeats", jobs.repeats}};
     out.update(rates(v, jobs, single));
     out["sanitizer_build"] = sanitizer_json(v, sanitizer);
     Json known = Json::object();

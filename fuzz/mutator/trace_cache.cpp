@@ -62,4 +62,10 @@ void TraceCache::printed(std::string_view text, Trace trace) {
     entry.salvaged_is_parsed = true;
 }
 
+bool TraceCache::ran_before(std::string_view text) {
+    const auto it = entries_.find(text);
+    if (it == entries_.end()) return false;
+    return std::exchange(it->second.ran, true);
+}
+
 }  // namespace kvsim::fuzz

@@ -40,6 +40,11 @@ public:
     // parse_trace(text) and salvage(text) give `trace` back (Trace::operator==, which leaves out the
     // source line numbers; the cache keeps them 0, as for a trace built in memory).
     void printed(std::string_view text, Trace trace);
+    // Whether the fuzz target ran `text` already: true when the cache holds the text marked as run;
+    // otherwise marks it, when held, and gives false. The model is deterministic, so a text run
+    // again would make the same schedule and the same coverage. Allocates nothing (Keep: an
+    // input's call keeps no memory), so a text the cache does not hold is never marked.
+    bool ran_before(std::string_view text);
 
     std::uint64_t hits() const { return hits_; }
     std::uint64_t misses() const { return misses_; }
@@ -53,6 +58,7 @@ private:
         std::optional<Trace> parsed;    // parse_trace(text)
         std::optional<Trace> salvaged;  // salvage(text), what repair() gives before its seeded request
         bool salvaged_is_parsed = false;
+        bool ran = false;  // the fuzz target ran the text (ran_before)
     };
     using Map = std::unordered_map<std::string, Entry, Hash, std::equal_to<>>;
 

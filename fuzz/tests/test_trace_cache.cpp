@@ -130,5 +130,30 @@ TEST_CASE("trace cache: repaired_view answers as repaired does, copying only a t
     CHECK(cache.misses() == 2);
 }
 
+TEST_CASE("trace cache: ran_before is true only for a held text already marked, and forgets with the cache",
+          "[fuzz][cache]") {
+    TraceCache cache;
+    const TextOptions options{.max_size = 8192, .variant = "v0.30.0", .byte_mutate = {}, .cache = &cache};
+    const std::string printed = mutate_text(swarm_text(3), 3, options);
+    CHECK_FALSE(cache.ran_before(printed));  // held, not yet run: marked now
+    CHECK(cache.ran_before(printed));
+    CHECK(cache.ran_before(printed));
+    // the mutator printing the same text again keeps the mark
+    cache.printed(printed, cache.parsed(printed));
+    CHECK(cache.ran_before(printed));
+    // a text the cache does not hold is never marked, so never a repeat
+    const std::string unheld = swarm_text(4);
+    CHECK_FALSE(cache.ran_before(unheld));
+    CHECK_FALSE(cache.ran_before(unheld));
+    // a parent the mutator read is held: its first run marks it
+    std::optional<Trace> storage;
+    cache.repaired_view(unheld, 1, storage);
+    CHECK_FALSE(cache.ran_before(unheld));
+    CHECK(cache.ran_before(unheld));
+    // emptied at capacity: the marks go with the texts
+    for (std::size_t i = 0; i < TraceCache::kCapacity; ++i) cache.parsed(printed + "# " + std::to_string(i) + "\n");
+    CHECK_FALSE(cache.ran_before(printed));
+}
+
 }  // namespace
 }  // namespace kvsim::fuzz
