@@ -338,17 +338,17 @@ private:
             const KeySpec& spec = row.spec;
             if (!key_applies(spec, kind)) {
                 // The printer omits the key, so only its default survives a round trip.
-                if (row.get(object) != row.get(defaults))
+                if (!same_value(row.get(object), row.get(defaults)))
                     fail(line, field_of(schema.field_prefix, spec), kinds_only_message(schema.keyword, spec));
                 continue;
             }
             if (row.present && !row.present(object)) continue;
-            const Value value = row.get(object);
+            const ValueView value = row.get(object);
             if (auto bad = check_value(spec, value)) fail(line, field_of(schema.field_prefix, spec), *bad);
             if (spec.not_below.empty()) continue;
             for (const Row<T>& other : schema.rows) {
                 if (other.spec.name != spec.not_below) continue;
-                const Value bound = other.get(object);
+                const ValueView bound = other.get(object);
                 if (as_signed(value) < as_signed(bound))
                     fail(line, field_of(schema.field_prefix, spec),
                          fmt::format("value {} below {} {}", format_value(spec, value), other.spec.name,
@@ -357,7 +357,7 @@ private:
         }
     }
 
-    static std::int64_t as_signed(const Value& v) {
+    static std::int64_t as_signed(const ValueView& v) {
         if (const auto* i = std::get_if<std::int64_t>(&v)) return *i;
         if (const auto* u = std::get_if<std::uint64_t>(&v)) return static_cast<std::int64_t>(*u);
         return 0;
@@ -461,7 +461,7 @@ private:
     template <typename Line>
     void step_rules(const Line& l, const Line* previous, std::string_view kind) const {
         const std::string field = fmt::format("{}.step", kind);
-        if (auto bad = check_value(event_step_spec(), Value{std::int64_t{l.step}})) fail(l.line, field, *bad);
+        if (auto bad = check_value(event_step_spec(), ValueView{std::int64_t{l.step}})) fail(l.line, field, *bad);
         if (previous && l.step < previous->step)
             fail(l.line, field, fmt::format("step {} is before step {} of the previous {} (line {})", l.step,
                                             previous->step, kind, previous->line));

@@ -8,8 +8,10 @@
 #include <fmt/compile.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iterator>
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 namespace kvsim {
@@ -26,25 +28,26 @@ struct MemberTraits<F T::*> {
 template <auto M>
 using OwnerOf = typename MemberTraits<decltype(M)>::Owner;
 
-std::uint64_t as_u64(const Value& v) {
+template <class V>  // Value or ValueView
+std::uint64_t as_u64(const V& v) {
     if (const auto* u = std::get_if<std::uint64_t>(&v)) return *u;
     if (const auto* i = std::get_if<std::int64_t>(&v)) return static_cast<std::uint64_t>(*i);
     return 0;
 }
 
-Value to_value(int v) { return std::int64_t{v}; }
-Value to_value(std::uint64_t v) { return v; }
-Value to_value(bool v) { return v; }
-Value to_value(std::optional<bool> v) { return v.value_or(false); }
-Value to_value(const std::string& v) { return v; }
-Value to_value(const std::vector<std::string>& v) { return v; }
-Value to_value(KvRole v) { return std::string(to_string(v)); }
-Value to_value(Verdict v) { return std::string(to_string(v)); }
-Value to_value(FaultKind v) { return std::string(to_string(v)); }
+ValueView to_view(int v) { return std::int64_t{v}; }
+ValueView to_view(std::uint64_t v) { return v; }
+ValueView to_view(bool v) { return v; }
+ValueView to_view(std::optional<bool> v) { return v.value_or(false); }
+ValueView to_view(const std::string& v) { return std::string_view(v); }
+ValueView to_view(const std::vector<std::string>& v) { return std::span<const std::string>(v); }
+ValueView to_view(KvRole v) { return to_string(v); }
+ValueView to_view(Verdict v) { return to_string(v); }
+ValueView to_view(FaultKind v) { return to_string(v); }
 // An unstated policy reads as "" (the printer omits it, `kvsim format` says "optional").
-Value to_value(const std::optional<LoadFailurePolicy>& v) { return v ? std::string(to_string(*v)) : std::string(); }
-Value to_value(ReportKind v) { return std::string(to_string(v)); }
-Value to_value(const std::vector<std::int32_t>& v) { return v; }
+ValueView to_view(const std::optional<LoadFailurePolicy>& v) { return v ? to_string(*v) : std::string_view(); }
+ValueView to_view(ReportKind v) { return to_string(v); }
+ValueView to_view(const std::vector<std::int32_t>& v) { return std::span<const std::int32_t>(v); }
 
 void from_value(Value&& v, int& out) { out = static_cast<int>(as_u64(v)); }
 void from_value(Value&& v, std::uint64_t& out) { out = as_u64(v); }
@@ -66,8 +69,8 @@ void from_value(Value&& v, FaultKind& out) {
 }
 
 template <auto M>
-Value get_member(const OwnerOf<M>& t) {
-    return to_value(t.*M);
+ValueView get_member(const OwnerOf<M>& t) {
+    return to_view(t.*M);
 }
 template <auto M>
 void set_member(OwnerOf<M>& t, Value&& v) {
@@ -216,7 +219,7 @@ constexpr Row<Segment> kSegmentRows[] = {
         .positional = true, .help = "segment name, unique in the trace"}),
     {.spec = {.name = "len", .type = VT::integer, .min = 1, .max = limits::kMaxSegmentLen, .one_of = "content",
               .help = "generated tokens, derived from the segment name only"},
-     .get = +[](const Segment& s) -> Value { return static_cast<std::uint64_t>(s.tokens.size()); },
+     .get = +[](const Segment& s) -> ValueView { return static_cast<std::uint64_t>(s.tokens.size()); },
      .set = +[](Segment& s, Value&& v) {
          s.tokens = generated_segment_tokens(s.name, static_cast<int>(as_u64(v)));
          s.generated = true;
@@ -225,7 +228,7 @@ constexpr Row<Segment> kSegmentRows[] = {
     {.spec = {.name = "tokens", .type = VT::token_list, .min = 0, .max = kInt32Max,
               .max_items = static_cast<std::size_t>(limits::kMaxSegmentLen), .one_of = "content",
               .help = "explicit token ids"},
-     .get = +[](const Segment& s) -> Value { return s.tokens; },
+     .get = +[](const Segment& s) -> ValueView { return std::span<const std::int32_t>(s.tokens); },
      .set = +[](Segment& s, Value&& v) {
          s.tokens = std::move(std::get<std::vector<std::int32_t>>(v));
          s.generated = false;
@@ -386,7 +389,7 @@ std::string join(std::span<const std::string_view> items, std::string_view sep) 
     return out;
 }
 
-std::optional<std::string> check_integer(const KeySpec& spec, const Value& v) {
+std::optional<std::string> check_integer(const KeySpec& spec, const ValueView& v) {
     if (const auto* i = std::get_if<std::int64_t>(&v); i && *i < 0)
         return fmt::format("value {} below minimum {}", *i, spec.min);
     const std::uint64_t u = as_u64(v);
@@ -483,7 +486,7 @@ std::optional<Value> parse_syntax(const KeySpec& spec, std::string_view text, st
                     *error = fmt::format("element {}: {}", i + 1, element_error);
                     return std::nullopt;
                 }
-                if (auto bad = check_integer(spec, *v)) {
+                if (auto bad = check_integer(spec, view_of(*v))) {
                     *error = fmt::format("element {}: {}", i + 1, *bad);
                     return std::nullopt;
                 }
@@ -546,8 +549,8 @@ void describe(const LineSchema<T>& schema, bool event, std::string& out) {
                 if (other.spec.one_of == k.one_of) group.push_back(other.spec.name);
             rule += fmt::format("exactly one of {}", join(group, ", "));
         } else {
-            const Value d = row.get(defaults);
-            const auto* text = std::get_if<std::string>(&d);
+            const ValueView d = row.get(defaults);
+            const auto* text = std::get_if<std::string_view>(&d);
             rule += text && text->empty() ? std::string("optional") : fmt::format("default {}", format_value(k, d));
         }
         if (k.type == VT::integer) rule += fmt::format("; {}..{}", k.min, k.max);
@@ -605,29 +608,54 @@ std::optional<Value> parse_value(const KeySpec& spec, std::string_view text, std
     return value;
 }
 
-std::optional<std::string> check_value(const KeySpec& spec, const Value& value) {
+ValueView view_of(const Value& value) {
+    return std::visit(
+        [](const auto& v) -> ValueView {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, std::string>) return std::string_view(v);
+            else if constexpr (std::is_same_v<V, std::vector<std::int32_t>>) return std::span<const std::int32_t>(v);
+            else if constexpr (std::is_same_v<V, std::vector<std::string>>) return std::span<const std::string>(v);
+            else return v;
+        },
+        value);
+}
+
+bool same_value(const ValueView& a, const ValueView& b) {
+    if (a.index() != b.index()) return false;
+    return std::visit(
+        [&](const auto& x) {
+            using V = std::decay_t<decltype(x)>;
+            const V& y = std::get<V>(b);
+            if constexpr (std::is_same_v<V, std::span<const std::int32_t>> || std::is_same_v<V, std::span<const std::string>>)
+                return std::equal(x.begin(), x.end(), y.begin(), y.end());
+            else return x == y;
+        },
+        a);
+}
+
+std::optional<std::string> check_value(const KeySpec& spec, const ValueView& value) {
     switch (spec.type) {
         case VT::integer: return check_integer(spec, value);
         case VT::boolean: return std::nullopt;
         case VT::choice: {
-            const auto& s = std::get<std::string>(value);
+            const auto s = std::get<std::string_view>(value);
             for (std::string_view c : spec.choices)
                 if (c == s) return std::nullopt;
             return fmt::format("expected one of {}, got {}", join(spec.choices, ", "), quote(s));
         }
-        case VT::identifier: return check_identifier(spec, std::get<std::string>(value));
-        case VT::variant: return check_variant(spec, std::get<std::string>(value));
-        case VT::text: return check_text(spec, std::get<std::string>(value));
+        case VT::identifier: return check_identifier(spec, std::get<std::string_view>(value));
+        case VT::variant: return check_variant(spec, std::get<std::string_view>(value));
+        case VT::text: return check_text(spec, std::get<std::string_view>(value));
         case VT::token_list: {
-            const auto& tokens = std::get<std::vector<std::int32_t>>(value);
+            const auto tokens = std::get<std::span<const std::int32_t>>(value);
             if (auto bad = check_count(spec, tokens)) return bad;
             for (std::size_t i = 0; i < tokens.size(); ++i)
-                if (auto bad = check_integer(spec, Value{std::int64_t{tokens[i]}}))
+                if (auto bad = check_integer(spec, ValueView{std::int64_t{tokens[i]}}))
                     return fmt::format("element {}: {}", i + 1, *bad);
             return std::nullopt;
         }
         case VT::name_list: {
-            const auto& names = std::get<std::vector<std::string>>(value);
+            const auto names = std::get<std::span<const std::string>>(value);
             if (auto bad = check_count(spec, names)) return bad;
             for (std::size_t i = 0; i < names.size(); ++i)
                 if (auto bad = check_identifier(spec, names[i])) return fmt::format("element {}: {}", i + 1, *bad);
@@ -637,8 +665,12 @@ std::optional<std::string> check_value(const KeySpec& spec, const Value& value) 
     return std::string("unknown value type");
 }
 
+std::optional<std::string> check_value(const KeySpec& spec, const Value& value) {
+    return check_value(spec, view_of(value));
+}
+
 // Appends in place (no temporary string per value): the fuzz mutator prints every trace it makes.
-void append_value(std::string& out, const KeySpec& spec, const Value& value) {
+void append_value(std::string& out, const KeySpec& spec, const ValueView& value) {
     auto to = std::back_inserter(out);
     switch (spec.type) {
         case VT::integer:
@@ -649,22 +681,24 @@ void append_value(std::string& out, const KeySpec& spec, const Value& value) {
         case VT::choice:
         case VT::identifier:
         case VT::variant:
-        case VT::text: out += std::get<std::string>(value); return;
+        case VT::text: out += std::get<std::string_view>(value); return;
         case VT::token_list:
-            fmt::format_to(to, FMT_COMPILE("{}"), fmt::join(std::get<std::vector<std::int32_t>>(value), ","));
+            fmt::format_to(to, FMT_COMPILE("{}"), fmt::join(std::get<std::span<const std::int32_t>>(value), ","));
             return;
         case VT::name_list:
-            fmt::format_to(to, FMT_COMPILE("{}"), fmt::join(std::get<std::vector<std::string>>(value), "+"));
+            fmt::format_to(to, FMT_COMPILE("{}"), fmt::join(std::get<std::span<const std::string>>(value), "+"));
             return;
     }
     out += '?';
 }
 
-std::string format_value(const KeySpec& spec, const Value& value) {
+std::string format_value(const KeySpec& spec, const ValueView& value) {
     std::string out;
     append_value(out, spec, value);
     return out;
 }
+
+std::string format_value(const KeySpec& spec, const Value& value) { return format_value(spec, view_of(value)); }
 
 std::string quote(std::string_view text) {
     constexpr std::size_t kShown = 40;

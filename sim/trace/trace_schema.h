@@ -68,12 +68,19 @@ struct KeySpec {
 // int64 (they may be negative in a hand-built Trace, and validation must say so).
 using Value = std::variant<std::uint64_t, std::int64_t, bool, std::string, std::vector<std::int32_t>,
                            std::vector<std::string>>;
+// A field's value read in place (Row::get): Value's alternatives, with views for the text and the
+// lists, so that printing or validating a trace copies none of them. It lasts as long as the object.
+using ValueView = std::variant<std::uint64_t, std::int64_t, bool, std::string_view, std::span<const std::int32_t>,
+                               std::span<const std::string>>;
+ValueView view_of(const Value& value);
+// The same alternative holding the same value (elementwise for lists).
+bool same_value(const ValueView& a, const ValueView& b);
 
 // One table row: the key and how it reaches the field of T.
 template <class T>
 struct Row {
     KeySpec spec;
-    Value (*get)(const T&);
+    ValueView (*get)(const T&);
     void (*set)(T&, Value&&);                 // value already checked against spec
     bool (*present)(const T&) = nullptr;      // printer omits the key when false; nullptr = always
 };
@@ -110,10 +117,12 @@ std::vector<std::string_view> event_kinds();
 // Text -> value, with every check of the spec applied. nullopt + *error (one line, no field).
 std::optional<Value> parse_value(const KeySpec& spec, std::string_view text, std::string* error);
 // Range / charset / resolvability of a value; nullopt when fine.
+std::optional<std::string> check_value(const KeySpec& spec, const ValueView& value);
 std::optional<std::string> check_value(const KeySpec& spec, const Value& value);
 // Canonical text of a value, as the printer writes it.
+std::string format_value(const KeySpec& spec, const ValueView& value);
 std::string format_value(const KeySpec& spec, const Value& value);
-void append_value(std::string& out, const KeySpec& spec, const Value& value);  // format_value's text, appended
+void append_value(std::string& out, const KeySpec& spec, const ValueView& value);  // format_value's text, appended
 
 // A quoted, escaped, truncated copy of untrusted text for an error message: 'ab\x00c...'.
 std::string quote(std::string_view text);
