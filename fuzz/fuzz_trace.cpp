@@ -17,8 +17,9 @@
 // -kvsim_abort_on_any=1 (or KVSIM_FUZZ_ABORT_ON_ANY=1) aborts on known findings too (the canary),
 // with a third line `kvsim-known: <id>`. -kvsim_stop_on=SIG (or KVSIM_FUZZ_STOP_ON=SIG) aborts on the
 // first finding whose signature starts with SIG, known or not (scripts/bench's detection times).
-// Counts (executions, passes, ignored inputs, repeated inputs, known findings by id, runs under each
-// scheduling mode as the engine resolves it, texts found parsed in the trace cache) are printed at exit as one line
+// Counts (executions, passes, ignored inputs, repeated inputs, known findings by id, runs under
+// each scheduling mode as the engine resolves it, texts found parsed in the trace cache) are printed
+// at exit as one line
 //   kvsim-fuzz-stats: {"variant":...,"executions":N,"passed":N,"ignored":N,"repeats":N,"known":{"id":N,...},
 //                      "async_scheduling":{"off":N,"on":N},"trace_cache":{"hits":N,"misses":N},
 //                      "idle_rerun":N,"new_rerun":N,"variant_reruns":{"made":N,"shared":N}}
@@ -26,7 +27,8 @@
 // executions and at exit, so that a process stopped by a signal leaves its counts too).
 // Input that does not parse, or whose work is beyond the budget (fuzz/mutator/trace_mutator.h), is
 // ignored. An input the process has already run (the mutator printed the same text again, about one
-// in twenty) is not run again: the model is deterministic, so it would give the same schedule. The structure-aware mutator and crossover (fuzz/mutator) produce only valid traces.
+// in twenty) is not run again: the model is deterministic, so it would give the same schedule. The
+// structure-aware mutator and crossover (fuzz/mutator) produce only valid traces.
 //
 // The variant comes from -kvsim_variant=V on the command line (removed before libFuzzer parses
 // its flags, and exported as KVSIM_FUZZ_VARIANT for fork-mode children) or from the environment

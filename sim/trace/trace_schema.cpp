@@ -35,6 +35,19 @@ std::uint64_t as_u64(const V& v) {
     return 0;
 }
 
+// A parsed value as the checks read it.
+ValueView view_of(const Value& value) {
+    return std::visit(
+        [](const auto& v) -> ValueView {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, std::string>) return std::string_view(v);
+            else if constexpr (std::is_same_v<V, std::vector<std::int32_t>>) return std::span<const std::int32_t>(v);
+            else if constexpr (std::is_same_v<V, std::vector<std::string>>) return std::span<const std::string>(v);
+            else return v;
+        },
+        value);
+}
+
 ValueView to_view(int v) { return std::int64_t{v}; }
 ValueView to_view(std::uint64_t v) { return v; }
 ValueView to_view(bool v) { return v; }
@@ -601,23 +614,11 @@ std::optional<Value> parse_value(const KeySpec& spec, std::string_view text, std
     }
     auto value = parse_syntax(spec, text, error);
     if (!value) return std::nullopt;
-    if (auto bad = check_value(spec, *value)) {
+    if (auto bad = check_value(spec, view_of(*value))) {
         *error = std::move(*bad);
         return std::nullopt;
     }
     return value;
-}
-
-ValueView view_of(const Value& value) {
-    return std::visit(
-        [](const auto& v) -> ValueView {
-            using V = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<V, std::string>) return std::string_view(v);
-            else if constexpr (std::is_same_v<V, std::vector<std::int32_t>>) return std::span<const std::int32_t>(v);
-            else if constexpr (std::is_same_v<V, std::vector<std::string>>) return std::span<const std::string>(v);
-            else return v;
-        },
-        value);
 }
 
 bool same_value(const ValueView& a, const ValueView& b) {
@@ -665,10 +666,6 @@ std::optional<std::string> check_value(const KeySpec& spec, const ValueView& val
     return std::string("unknown value type");
 }
 
-std::optional<std::string> check_value(const KeySpec& spec, const Value& value) {
-    return check_value(spec, view_of(value));
-}
-
 // Appends in place (no temporary string per value): the fuzz mutator prints every trace it makes.
 void append_value(std::string& out, const KeySpec& spec, const ValueView& value) {
     auto to = std::back_inserter(out);
@@ -697,8 +694,6 @@ std::string format_value(const KeySpec& spec, const ValueView& value) {
     append_value(out, spec, value);
     return out;
 }
-
-std::string format_value(const KeySpec& spec, const Value& value) { return format_value(spec, view_of(value)); }
 
 std::string quote(std::string_view text) {
     constexpr std::size_t kShown = 40;

@@ -72,7 +72,6 @@ using Value = std::variant<std::uint64_t, std::int64_t, bool, std::string, std::
 // lists, so that printing or validating a trace copies none of them. It lasts as long as the object.
 using ValueView = std::variant<std::uint64_t, std::int64_t, bool, std::string_view, std::span<const std::int32_t>,
                                std::span<const std::string>>;
-ValueView view_of(const Value& value);
 // The same alternative holding the same value (elementwise for lists).
 bool same_value(const ValueView& a, const ValueView& b);
 
@@ -118,10 +117,8 @@ std::vector<std::string_view> event_kinds();
 std::optional<Value> parse_value(const KeySpec& spec, std::string_view text, std::string* error);
 // Range / charset / resolvability of a value; nullopt when fine.
 std::optional<std::string> check_value(const KeySpec& spec, const ValueView& value);
-std::optional<std::string> check_value(const KeySpec& spec, const Value& value);
 // Canonical text of a value, as the printer writes it.
 std::string format_value(const KeySpec& spec, const ValueView& value);
-std::string format_value(const KeySpec& spec, const Value& value);
 void append_value(std::string& out, const KeySpec& spec, const ValueView& value);  // format_value's text, appended
 
 // A quoted, escaped, truncated copy of untrusted text for an error message: 'ab\x00c...'.
