@@ -35,20 +35,8 @@ std::uint64_t as_u64(const V& v) {
     return 0;
 }
 
-// A parsed value as the checks read it.
-ValueView view_of(const Value& value) {
-    return std::visit(
-        [](const auto& v) -> ValueView {
-            using V = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<V, std::string>) return std::string_view(v);
-            else if constexpr (std::is_same_v<V, std::vector<std::int32_t>>) return std::span<const std::int32_t>(v);
-            else if constexpr (std::is_same_v<V, std::vector<std::string>>) return std::span<const std::string>(v);
-            else return v;
-        },
-        value);
-}
-
 ValueView to_view(int v) { return std::int64_t{v}; }
+ValueView to_view(std::int64_t v) { return v; }
 ValueView to_view(std::uint64_t v) { return v; }
 ValueView to_view(bool v) { return v; }
 ValueView to_view(std::optional<bool> v) { return v.value_or(false); }
@@ -61,6 +49,11 @@ ValueView to_view(FaultKind v) { return to_string(v); }
 ValueView to_view(const std::optional<LoadFailurePolicy>& v) { return v ? to_string(*v) : std::string_view(); }
 ValueView to_view(ReportKind v) { return to_string(v); }
 ValueView to_view(const std::vector<std::int32_t>& v) { return std::span<const std::int32_t>(v); }
+
+// A parsed value as the checks read it.
+ValueView view_of(const Value& value) {
+    return std::visit([](const auto& v) { return to_view(v); }, value);
+}
 
 void from_value(Value&& v, int& out) { out = static_cast<int>(as_u64(v)); }
 void from_value(Value&& v, std::uint64_t& out) { out = as_u64(v); }
