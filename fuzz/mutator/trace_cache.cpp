@@ -16,9 +16,8 @@ TraceCache::Entry& TraceCache::slot(std::string_view text) {
 Trace TraceCache::parsed(std::string_view text, Keep keep) {
     std::optional<Trace> storage;
     const Trace& trace = parsed_view(text, storage);
-    if (!storage) return trace;  // a copy of the cached one
-    if (keep == Keep::yes) slot(text).parsed = *storage;
-    return std::move(*storage);
+    if (storage && keep == Keep::yes) slot(text).parsed = *storage;
+    return owned(trace, storage);
 }
 
 const Trace& TraceCache::parsed_view(std::string_view text, std::optional<Trace>& storage) {
@@ -32,9 +31,7 @@ const Trace& TraceCache::parsed_view(std::string_view text, std::optional<Trace>
 
 Trace TraceCache::repaired(std::string_view text, std::uint64_t seed) {
     std::optional<Trace> storage;
-    const Trace& trace = repaired_view(text, seed, storage);
-    if (!storage) return trace;  // a copy of the cached one
-    return std::move(*storage);
+    return owned(repaired_view(text, seed, storage), storage);
 }
 
 const Trace& TraceCache::repaired_view(std::string_view text, std::uint64_t seed, std::optional<Trace>& storage) {

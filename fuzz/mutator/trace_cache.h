@@ -12,10 +12,18 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 #include "sim/trace/trace.h"
 
 namespace kvsim::fuzz {
+
+// A view's answer as a trace of its own: what the view parsed or repaired into `storage`, moved out,
+// else a copy of the cached trace it returned.
+inline Trace owned(const Trace& view, std::optional<Trace>& storage) {
+    if (storage) return std::move(*storage);
+    return view;
+}
 
 class TraceCache {
 public:

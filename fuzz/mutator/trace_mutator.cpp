@@ -727,9 +727,7 @@ const Trace& parent_view(std::string_view text, std::uint64_t seed, const TextOp
 
 Trace parent(std::string_view text, std::uint64_t seed, const TextOptions& options) {
     std::optional<Trace> storage;
-    const Trace& trace = parent_view(text, seed, options, storage);
-    if (!storage) return trace;  // a copy of the cached one
-    return std::move(*storage);
+    return owned(parent_view(text, seed, options, storage), storage);
 }
 
 std::string fit_and_print(Trace t, const TextOptions& options) {
