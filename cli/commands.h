@@ -19,5 +19,6 @@ Command add_explore_command(CLI::App& app);
 Command add_triage_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 Command add_explain_command(CLI::App& app);
+Command add_findings_command(CLI::App& app);
 
 }  // namespace kvsim::cli

@@ -22,7 +22,7 @@ int run_explain(const ExplainOptions& options) {
     const auto loaded = load_trace_and_variant(options.trace_path, options.variant, &failure);
     if (!loaded) return failure;
     const RunResult result = run_trace(loaded->trace, loaded->variant);
-    std::cout << explain_run(loaded->trace, result, options.trace_path, loaded->variant_name, options.max_events);
+    std::cout << explain_run(loaded->trace, result, options.trace_path, loaded->variant, options.max_events);
     if (result.findings.empty()) return exit_code::kPass;
     return exit_code_of(result);
 }

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
     commands["triage"] = kvsim::cli::add_triage_command(app);
     commands["report"] = kvsim::cli::add_report_command(app);
     commands["explain"] = kvsim::cli::add_explain_command(app);
+    commands["findings"] = kvsim::cli::add_findings_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/registry_option.h"
 #include "properties/harness/exit_codes.h"
 #include "properties/harness/matrix.h"
 #include "properties/harness/verdict_line.h"
@@ -86,7 +87,9 @@ int run_matrix(const MatrixOptions& options) {
     const auto variants = resolve_variants(names);
     if (!variants) return exit_code::kUsage;
 
-    const Matrix matrix = kvsim::run_matrix(*traces, *variants);
+    const Matrix matrix = kvsim::run_matrix(*traces, *variants, [](const Trace& t, const Variant& v, const RunResult& r) {
+        return causes_of_run(builtin_registry(), t, v, r);
+    });
     if (options.verbose) print_verdict_lines(matrix, options);
     std::cout << render_matrix(matrix);
     return matrix.unmet == 0 ? exit_code::kPass : 1;

@@ -35,6 +35,9 @@ int report_not_minimized(const MinimizedFinding& minimized, const MinimizeOption
         case MinimizeOutcome::passes:
             std::cerr << where << " passes under " << variant_name << ": no finding to keep\n";
             return 1;
+        case MinimizeOutcome::rejected:
+            std::cerr << where << " under " << variant_name << ": " << minimized.original.message << "\n";
+            return exit_code::kRejected;
         case MinimizeOutcome::not_reproduced:
         case MinimizeOutcome::kept: break;
     }

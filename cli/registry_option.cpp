@@ -3,6 +3,7 @@
 #include <iostream>
 #include <map>
 
+#include "properties/findings/classify.h"
 #include "properties/harness/exit_codes.h"
 #include "sim/trace/input_error.h"
 
@@ -19,6 +20,11 @@ const Registry* registry_from_option(const std::string& path, int* failure) {
         *failure = exit_code::kInputError;
         return nullptr;
     }
+}
+
+std::vector<std::string> causes_of_run(const Registry& registry, const Trace& trace, const Variant& variant,
+                                       const RunResult& result) {
+    return expectation_causes(classify(registry, trace, variant, result));
 }
 
 }  // namespace kvsim::cli

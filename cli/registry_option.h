@@ -2,7 +2,10 @@
 // --registry FILE, shared by the subcommands that classify findings.
 #include <string>
 
+#include <vector>
+
 #include "properties/findings/registry.h"
+#include "properties/harness/run_trace.h"
 
 namespace kvsim::cli {
 
@@ -10,5 +13,9 @@ namespace kvsim::cli {
 // prints its one-line error ("FILE:LINE: FIELD: MESSAGE"), sets *failure to the input-error exit
 // code and returns nullptr.
 const Registry* registry_from_option(const std::string& path, int* failure);
+
+// The cause set of a run, as expect lines state it (classify.h expectation_causes), from `registry`.
+std::vector<std::string> causes_of_run(const Registry& registry, const Trace& trace, const Variant& variant,
+                                       const RunResult& result);
 
 }  // namespace kvsim::cli

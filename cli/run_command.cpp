@@ -6,12 +6,15 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/registry_option.h"
+#include "properties/findings/classification_view.h"
 #include "cli/trace_and_variant.h"
 #include "properties/harness/exit_codes.h"
 #include "properties/harness/run_both_modes.h"
 #include "properties/harness/run_json.h"
 #include "properties/harness/run_trace.h"
 #include "properties/harness/run_views.h"
+#include "properties/harness/settings_view.h"
 #include "properties/harness/verdict_line.h"
 
 namespace kvsim::cli {
@@ -29,13 +32,23 @@ bool write_file(const std::string& path, const std::string& text, const char* fl
 }
 
 // --html and --perfetto: the views of the run, from its timeline.
-bool write_views(const RunCommandOptions& opts, const Trace& trace, const RunResult& result,
-                 const std::string& variant) {
+bool write_views(const RunCommandOptions& opts, const Trace& trace, const RunResult& result, const Variant& variant,
+                 const Classification& classification) {
+    if (opts.html_path.empty() && opts.perfetto_path.empty()) return true;
     std::ifstream in(opts.trace_path, std::ios::binary);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const RunViewInput input{trace, result, opts.trace_path, text, variant};
+    const RunViewInput input{.trace = trace, .result = result, .trace_path = opts.trace_path, .trace_text = text,
+                             .variant = variant.name, .settings = settings_json(settings_diff(trace, variant)),
+                             .registry = classification_json(classification)};
     if (!opts.html_path.empty() && !write_file(opts.html_path, run_page_html(input), "--html")) return false;
     return opts.perfetto_path.empty() || write_file(opts.perfetto_path, perfetto_json(input).dump() + "\n", "--perfetto");
+}
+
+// The trace's expect line for the variant; one that names causes is judged by the built-in registry.
+ExpectationCheck expectation_of(const Trace& trace, const Variant& variant, const RunResult& result) {
+    if (expected_causes(trace, variant.name).empty()) return check_expectation(trace, result, variant.name);
+    const std::vector<std::string> causes = causes_of_run(builtin_registry(), trace, variant, result);
+    return check_expectation(trace, result, variant.name, &causes);
 }
 
 // --async-scheduling both: the trace under each mode, each verdict line labelled with its mode
@@ -51,9 +64,14 @@ int run_both(const RunCommandOptions& opts, const TraceAndVariant& loaded) {
     Json json = Json::object();
     for (const ModeRun& run : runs) {
         const std::string mode(mode_name(run.async_scheduling));
-        const ExpectationCheck expectation = check_expectation(run.trace, run.result, loaded.variant_name);
+        const ExpectationCheck expectation = expectation_of(run.trace, loaded.variant, run.result);
         if (opts.json) {
             json[mode] = run_json(run.trace, run.result, opts.trace_path, loaded.variant_name, expectation);
+            json[mode]["settings"] = settings_json(settings_diff(run.trace, loaded.variant));
+            continue;
+        }
+        if (run.result.verdict == Verdict::rejected) {
+            std::cerr << "[async_scheduling=" << mode << "] " << rejection_line(run.result, opts.trace_path) << "\n";
             continue;
         }
         if (!opts.quiet) std::cout << "== async_scheduling=" << mode << "\n" << rendered_log(run.result, opts.log_format);
@@ -79,7 +97,12 @@ int run_run(const RunCommandOptions& opts) {
     run_options.check_determinism = opts.check_determinism;
     run_options.record_timeline = !opts.html_path.empty() || !opts.perfetto_path.empty();
     const RunResult result = run_trace(loaded->trace, loaded->variant, run_options);
-    if (!write_views(opts, loaded->trace, result, variant_name)) return exit_code::kUsage;
+    if (result.verdict == Verdict::rejected && !opts.json) {
+        std::cerr << rejection_line(result, opts.trace_path) << "\n";
+        return exit_code::kRejected;
+    }
+    const Classification classification = classify(builtin_registry(), loaded->trace, loaded->variant, result);
+    if (!write_views(opts, loaded->trace, result, loaded->variant, classification)) return exit_code::kUsage;
 
     if (!opts.log_path.empty()) {
         std::ofstream log(opts.log_path, std::ios::binary);
@@ -91,12 +114,19 @@ int run_run(const RunCommandOptions& opts) {
     } else if (!opts.quiet && !opts.json) {
         std::cout << rendered_log(result, opts.log_format);
     }
-    const ExpectationCheck expectation = check_expectation(loaded->trace, result, variant_name);
-    if (opts.json)
-        std::cout << run_json(loaded->trace, result, opts.trace_path, variant_name, expectation).dump(2) << "\n";
-    else
+    const ExpectationCheck expectation = expectation_of(loaded->trace, loaded->variant, result);
+    if (opts.json) {
+        Json json = run_json(loaded->trace, result, opts.trace_path, variant_name, expectation);
+        json["settings"] = settings_json(settings_diff(loaded->trace, loaded->variant));
+        json["registry"] = classification_json(classification);
+        std::cout << json.dump(2) << "\n";
+    } else {
+        // after the text log, before the verdict line that ends every run
+        if (!opts.quiet && opts.log_format == "text" && classification.outcome != Outcome::none)
+            std::cout << classification_line(classification) << "\n";
         std::cout << verdict_line(result, opts.trace_path, variant_name, expectation)
                   << (opts.async_scheduling.empty() ? "" : " --async-scheduling " + opts.async_scheduling) << "\n";
+    }
     return exit_code_of(result);
 }
 

@@ -140,12 +140,17 @@ void print_stats_at_exit() {
 
 bool flag_on(const char* value) { return value != nullptr && std::strcmp(value, "1") == 0; }
 
+// A known run names its cause set; a NEW one the causes removed before the failure nothing explains.
 [[noreturn]] void report(std::string_view verdict, const std::string& signature, const std::string& message,
-                         const kvsim::KnownEntry* known = nullptr) {
+                         const kvsim::Classification* classification = nullptr) {
     std::fprintf(stderr, "kvsim-finding: verdict=%.*s signature=%s variant=%s\n", static_cast<int>(verdict.size()),
                  verdict.data(), signature.c_str(), g_campaign->variant_name.c_str());
     std::fprintf(stderr, "kvsim-message: %s\n", message.c_str());
-    if (known != nullptr) std::fprintf(stderr, "kvsim-known: %s\n", known->id.c_str());
+    if (classification != nullptr && classification->known())
+        std::fprintf(stderr, "kvsim-known: %s\n", classification->cause_set().c_str());
+    if (classification != nullptr && classification->is_new() && !classification->causes.empty())
+        std::fprintf(stderr, "kvsim-new-after: %s residue=%s\n", classification->cause_set().c_str(),
+                     classification->residue_signature.c_str());
     print_stats_at_exit();
     std::fflush(stderr);
     std::abort();
@@ -251,17 +256,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     g_campaign->idle_rerun += judged.idle_rerun ? 1 : 0;
     g_campaign->new_rerun += judged.new_rerun ? 1 : 0;
     const kvsim::RunResult& result = judged.result;
-    const kvsim::KnownEntry* known = judged.known;
+    const kvsim::Classification& classification = judged.classification;
     if (result.internal_error) report("internal-error", kvsim::internal_error_signature(result.message), result.message);
+    if (result.verdict == kvsim::Verdict::rejected) {  // a configuration upstream refuses: not a run
+        ++g_campaign->ignored;
+        return 0;
+    }
     if (result.verdict == kvsim::Verdict::pass) {
         ++g_campaign->passed;
         g_campaign->steps_passed += judged.steps;
         return 0;
     }
     const bool stop = !g_campaign->stop_on.empty() && result.signature.starts_with(g_campaign->stop_on);
-    if (known == nullptr || g_campaign->abort_on_any || stop)
-        report(kvsim::to_string(result.verdict), result.signature, result.message, known);
-    ++g_campaign->known[known->id];
+    if (!classification.known() || g_campaign->abort_on_any || stop)
+        report(kvsim::to_string(result.verdict), result.signature, result.message, &classification);
+    ++g_campaign->known[classification.cause_set()];
     g_campaign->steps_known += judged.steps;
     return 0;
 }

@@ -85,6 +85,22 @@ TEST_CASE("headless Chromium shows the blocks a finding names (issue 52360 under
     check_page_shows(trace, " --variant v0.27.1", finding);
 }
 
+TEST_CASE("headless Chromium shows a finding's cause set and the settings it needs", "[browser]") {
+    const std::string page = (scratch_dir() / "causes.html").string();
+    const std::string seed000 = kRepo + "/corpus/upstream/seed000_multiconnector_both.trace";
+    REQUIRE(run_kvsim("run " + seed000 + " --variant v0.29.0+skip_save_is_consumer --quiet --html " + page).err.empty());
+    const std::string dom = dump_dom(page);
+    CHECK_THAT(dom, Catch::Contains("<div id=\"finding-causes\">registry: known: <b class=\"cause\">seed000_pending_load_save</b>"));
+    CHECK_THAT(dom, Catch::Contains("<div id=\"finding-settings\">settings that differ from upstream's defaults: "));
+    CHECK_THAT(dom, Catch::Contains("engine.async_scheduling=off <i>(upstream on)</i>"));
+    // the one cause reachable with all of upstream's defaults says so
+    const std::string producer = kRepo + "/corpus/findings/inflight_write_producer_store_load.trace";
+    REQUIRE(run_kvsim("run " + producer + " --quiet --html " + page).err.empty());
+    const std::string defaults = dump_dom(page);
+    CHECK_THAT(defaults, Catch::Contains("<div id=\"finding-settings\">settings: upstream's defaults</div>"));
+    CHECK_THAT(defaults, Catch::Contains("<b class=\"cause\">inflight_write_producer_store_load</b>"));
+}
+
 TEST_CASE("the screenshot of a run page is not blank", "[browser]") {
     const std::string page = (scratch_dir() / "shot.html").string();
     const std::string png = (scratch_dir() / "shot.png").string();
@@ -114,7 +130,7 @@ TEST_CASE("headless Chromium shows each finding's links on a nightly report's in
         << "run_id browser\nbuild ok\nbroken v0.29.0\nvariant name=v0.29.0 seconds=1\nvariant name=v0.30.0 seconds=1\n";
     const std::pair<const char*, const char*> artifacts[] = {
         {"v0.29.0", "/corpus/upstream/seed000_multiconnector_both.trace"},
-        {"v0.30.0", "/corpus/findings/failed_sync_load_shared_prefix_saved.trace"}};
+        {"v0.30.0", "/corpus/findings/failed_store_load_reserves_itself.trace"}};
     for (const auto& [variant, trace] : artifacts) {
         const auto r = run_kvsim(std::string("triage --max-runs 200 --variant ") + variant + " --out " +
                                  (root / "findings").string() + " --summary " +

@@ -10,8 +10,9 @@ namespace kvsim::testing {
 inline std::string padded_seed000_trace(const std::string& run_variant) {
     std::string text = R"(kvsim-trace 1
 # seed 000 with noise
-engine block_size=16 num_blocks=64 max_batched_tokens=2048 max_running=16 max_model_len=4096
+engine block_size=16 num_blocks=64 max_batched_tokens=2048 max_running=16 max_model_len=1008
 run seed=7 max_steps=300 variant=v0.29.0
+multi role=kv_consumer
 connector p2p role=kv_consumer
 connector store role=kv_consumer
 workers ranks=2 store_delay_min=1 store_delay_max=3 load_delay_min=2 load_delay_max=4

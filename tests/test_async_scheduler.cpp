@@ -148,7 +148,7 @@ namespace {
 
 Trace lag_trace(bool async) {
     return parse_trace(std::string("kvsim-trace 1\n"
-                                   "engine block_size=16 num_blocks=64 async_scheduling=") +
+                                   "engine block_size=16 num_blocks=64 max_model_len=1008 async_scheduling=") +
                            (async ? "on" : "off") +
                            "\nrun seed=1 max_steps=50\n"
                            "segment p len=20\n"
@@ -178,7 +178,7 @@ TEST_CASE("the log shows async scheduling's one-step lag", "[async]") {
 }
 
 TEST_CASE("the trace key async_scheduling overrides the variant's default and round-trips", "[async][trace]") {
-    const Trace absent = parse_trace("kvsim-trace 1\nengine block_size=16 num_blocks=64\n", "a.trace");
+    const Trace absent = parse_trace("kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008\n", "a.trace");
     CHECK_FALSE(absent.engine.async_scheduling.has_value());
     CHECK(print_trace(absent).find("async_scheduling") == std::string::npos);
     const Trace stated = lag_trace(true);
@@ -246,7 +246,7 @@ TEST_CASE("async scheduling: the engine keeps polling the connector while a stor
           "[async]") {
     const Trace trace = parse_trace(
         "kvsim-trace 1\n"
-        "engine block_size=16 num_blocks=64 kv_load_failure_policy=recompute async_scheduling=on\n"
+        "engine block_size=16 num_blocks=64 max_model_len=1008 kv_load_failure_policy=recompute async_scheduling=on\n"
         "run seed=6 max_steps=152 variant=v0.29.0+003\n"
         "connector store role=kv_both load_async=on lookup_async=off enable_lookup=on save_decode_cache=off\n"
         "workers ranks=1 store_delay_min=1 store_delay_max=3 load_delay_min=1 load_delay_max=1 pull_delay=1\n"

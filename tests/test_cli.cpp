@@ -63,7 +63,7 @@ TEST_CASE("usage errors exit 64: unknown variant / unknown flag / no command", "
     REQUIRE(run_kvsim("run " + kExamples + "01_single_request.trace --bogus").exit_code == 64);
     REQUIRE(run_kvsim("").exit_code == 64);
     const auto no_variant = write_scratch("novariant.trace",
-                                          "kvsim-trace 1\nengine block_size=4 num_blocks=8\nsegment a len=3\n"
+                                          "kvsim-trace 1\nengine block_size=4 num_blocks=8 max_model_len=28\nsegment a len=3\n"
                                           "@0 arrive r1 prompt=a max_tokens=1\n");
     const auto r = run_kvsim("run " + no_variant);
     REQUIRE(r.exit_code == 64);
@@ -72,7 +72,7 @@ TEST_CASE("usage errors exit 64: unknown variant / unknown flag / no command", "
 
 TEST_CASE("a step limit that requests cannot finish in gives verdict liveness (exit 3)", "[cli]") {
     const auto path = write_scratch("slow.trace",
-                                    "kvsim-trace 1\nengine block_size=4 num_blocks=16\nrun max_steps=5 variant=v0.30.0\n"
+                                    "kvsim-trace 1\nengine block_size=4 num_blocks=16 max_model_len=60\nrun max_steps=5 variant=v0.30.0\n"
                                     "segment a len=6\n@0 arrive r1 prompt=a max_tokens=50\n");
     const auto r = run_kvsim("run " + path + " -q");
     REQUIRE(r.exit_code == 3);
@@ -81,7 +81,7 @@ TEST_CASE("a step limit that requests cannot finish in gives verdict liveness (e
 
 TEST_CASE("an unmet expect line is reported on the verdict line", "[cli]") {
     const auto path = write_scratch("expect.trace",
-                                    "kvsim-trace 1\nengine block_size=4 num_blocks=16\nrun variant=v0.30.0\n"
+                                    "kvsim-trace 1\nengine block_size=4 num_blocks=16 max_model_len=60\nrun variant=v0.30.0\n"
                                     "segment a len=6\nexpect v0.30.0 crash\n@0 arrive r1 prompt=a max_tokens=2\n");
     const auto r = run_kvsim("run " + path + " -q");
     REQUIRE(r.exit_code == 0);

@@ -16,9 +16,10 @@ namespace {
 // tokens from the store, e is a prefill-side request whose blocks the p2p send holds after it ends.
 const std::string kMultiScenario =
     "kvsim-trace 1\n"
-    "engine block_size=16 num_blocks=32 max_batched_tokens=256 max_running=8 max_model_len=512 "
+    "engine block_size=16 num_blocks=32 max_batched_tokens=256 max_running=8 max_model_len=496 "
     "async_scheduling=off\n"
     "run max_steps=60 variant=v0.30.0\n"
+    "multi role=kv_both\n"
     "connector p2p role=kv_both\n"
     "connector store role=kv_both\n"
     "workers ranks=1 load_delay_min=2 load_delay_max=2 pull_delay=2\n"
@@ -74,7 +75,7 @@ TEST_CASE("store, p2p and multi checks read the connectors' state", "[step_check
 TEST_CASE("connector checks read absent without that connector", "[step_checks][store][p2p][multi]") {
     const std::string store_only =
         "kvsim-trace 1\n"
-        "engine block_size=16 num_blocks=16\n"
+        "engine block_size=16 num_blocks=16 max_model_len=240\n"
         "run max_steps=20 variant=v0.30.0\n"
         "connector store role=kv_both\n"
         "segment p len=20\n"

@@ -130,7 +130,7 @@ TEST_CASE("measure_lifecycle_coverage counts traces per edge and sorts the edges
 TEST_CASE("measure_lifecycle_coverage counts invalid files and traces without a variant", "[coverage]") {
     const std::string bad = write_scratch("coverage-bad.trace", "not a trace\n");
     const std::string no_variant = write_scratch("coverage-no-variant.trace",
-                                                 "kvsim-trace 1\nengine block_size=4 num_blocks=16\n"
+                                                 "kvsim-trace 1\nengine block_size=4 num_blocks=16 max_model_len=60\n"
                                                  "segment a len=6\n@0 arrive r1 prompt=a max_tokens=2\n");
     const auto coverage = kvsim::measure_lifecycle_coverage({bad, no_variant}, std::nullopt);
     REQUIRE(coverage.files == 2);

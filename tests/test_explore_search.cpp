@@ -15,8 +15,8 @@ using namespace kvsim;
 
 namespace {
 
-ExploreConfig seed_nine_consumer() {
-    return {.first_seed = 9,
+ExploreConfig seed_54_consumer() {
+    return {.first_seed = 54,
             .seeds = 1,
             .variant = require_variant("v0.29.0"),
             .role = RoleChoice::kv_consumer,
@@ -28,19 +28,19 @@ ExploreConfig seed_nine_consumer() {
 }  // namespace
 
 TEST_CASE("explore_seed generates the seed's trace, runs it and names its repro command", "[explore]") {
-    const ExploreConfig config = seed_nine_consumer();
-    const ExploreSeed seed = explore_seed(9, config);
+    const ExploreConfig config = seed_54_consumer();
+    const ExploreSeed seed = explore_seed(54, config);
     REQUIRE_FALSE(seed.passed());
     REQUIRE(seed.failure_kind() == "crash:missing_current_block_table");
-    REQUIRE(seed.repro == "kvsim explore --seed 9 --seeds 1 --variant v0.29.0 --role kv_consumer");
+    REQUIRE(seed.repro == "kvsim explore --seed 54 --seeds 1 --variant v0.29.0 --role kv_consumer");
     REQUIRE_THAT(seed.header, Catch::StartsWith("# " + seed.repro + "\n# knobs: "));
-    REQUIRE(seed.swarm_case.trace.run.seed == 9);
-    REQUIRE_THAT(failure_line(seed), Catch::StartsWith("seed=9 NEW verdict=crash signature=crash:missing_current_block_table "));
+    REQUIRE(seed.swarm_case.trace.run.seed == 54);
+    REQUIRE_THAT(failure_line(seed), Catch::StartsWith("seed=54 NEW verdict=crash signature=crash:missing_current_block_table "));
     REQUIRE_THAT(failure_line(seed), Catch::EndsWith("| repro: " + seed.repro));
     // the same seed under the fixed release: the same trace apart from its run line, and it passes
     ExploreConfig fixed = config;
     fixed.variant = require_variant("v0.30.0");
-    const ExploreSeed again = explore_seed(9, fixed);
+    const ExploreSeed again = explore_seed(54, fixed);
     REQUIRE(again.passed());
     REQUIRE(again.swarm_case.trace.run.variant == "v0.30.0");
     Trace same = again.swarm_case.trace;
@@ -49,7 +49,7 @@ TEST_CASE("explore_seed generates the seed's trace, runs it and names its repro 
 }
 
 TEST_CASE("explore tallies failing seeds by signature and streams their lines", "[explore]") {
-    ExploreConfig config = seed_nine_consumer();
+    ExploreConfig config = seed_54_consumer();
     config.first_seed = 1;
     config.seeds = 12;
     config.progress = 5;
@@ -77,14 +77,14 @@ TEST_CASE("explore tallies failing seeds by signature and streams their lines", 
 TEST_CASE("explore writes each failing trace under out_dir and stops when it cannot", "[explore]") {
     const auto dir = testing::scratch_dir() / "explore-search-out";
     std::filesystem::remove_all(dir);
-    ExploreConfig config = seed_nine_consumer();
+    ExploreConfig config = seed_54_consumer();
     config.out_dir = dir.string();
     config.print_trace = true;
     std::ostringstream out, progress;
     const ExploreSummary summary = explore(config, out, progress);
     REQUIRE(summary.failed == 1);
-    const auto path = dir / "crash_missing_current_block_table" / "seed-9.trace";
-    const ExploreSeed seed = explore_seed(9, config);
+    const auto path = dir / "crash_missing_current_block_table" / "seed-54.trace";
+    const ExploreSeed seed = explore_seed(54, config);
     REQUIRE(testing::slurp(path) == seed.header + print_trace(seed.swarm_case.trace));
     REQUIRE_THAT(out.str(), Catch::StartsWith(seed.header + print_trace(seed.swarm_case.trace)) &&
                                 Catch::EndsWith(" | trace: kvsim run " + path.string() + " --variant v0.29.0\n"));
@@ -94,7 +94,7 @@ TEST_CASE("explore writes each failing trace under out_dir and stops when it can
     std::ostringstream blocked_out;
     const ExploreSummary blocked = explore(config, blocked_out, progress);
     REQUIRE(blocked.unwritable == (std::filesystem::path(config.out_dir) / "crash_missing_current_block_table" /
-                                   "seed-9.trace")
+                                   "seed-54.trace")
                                       .string());
     REQUIRE(blocked_out.str().empty());
 }

@@ -1,6 +1,6 @@
-// The fix patch of each known finding (corpus/findings/): every finding trace expects its failure
-// on the release and a pass with its patch, and those expect lines hold; each patch's branch does
-// what its flag says; the store_save_computed_checker fires on finding 6 and nowhere else.
+// The fixes of the known root causes (properties/findings/known_findings.txt): every expect line of
+// corpus/findings holds; a trace of several causes needs all of their fixes; each patch's branch does what its flag says; the
+// store_save_computed_checker fires on a save over a failed synchronous load.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "cli_runner.h"
+#include "properties/findings/classify.h"
+#include "properties/findings/registry.h"
 #include "properties/harness/matrix.h"
 #include "properties/harness/run_trace.h"
 #include "sim/common/event_log.h"
@@ -38,83 +40,6 @@ std::vector<MatrixTrace> all_finding_traces() {
     return traces;
 }
 
-// The finding trace of each fix patch.
-const std::map<std::string, std::string>& trace_of_patch() {
-    static const std::map<std::string, std::string> table = {
-        {"pr50565", "p2p_abort_before_alloc_reports_notify_pull"},
-        {"p2p_pull_only_when_loading", "multiconnector_store_first_p2p_notify_pull"},
-        {"discard_inflight_on_failed_load", "failed_store_load_reserves_itself"},
-        {"pr57841", "finished_load_behind_unadmittable_head"},
-        {"pin_aware_preemption", "store_pins_make_preemption_free_nothing"},
-        {"pin_aware_self_preemption", "store_pins_drive_head_to_preempt_itself"},
-        {"store_tracker_rewind", "store_tracker_not_rewound_after_failed_load"},
-        {"requeue_blockless_failed_load", "failed_load_leaves_blockless_head"},
-        {"defer_save_over_sync_load", "failed_sync_load_shared_prefix_saved"},
-        {"defer_save_over_inflight_sync_load+rollback_placeholders_on_failed_load",
-         "async_inflight_save_over_failed_sync_load"},
-        {"discard_inflight_on_failed_load+pr57841", "failed_load_self_reservation_with_pending_head"},
-        {"rollback_placeholders_on_failed_load", "failed_load_keeps_async_placeholders"},
-        {"pr49252+rollback_placeholders_on_failed_load+cap_rollback_full_prompt", "pr49252_discards_one_frame_too_few"},
-        {"defer_free_for_loading_producer", "inflight_write_producer_store_load"},
-        {"cap_failed_load_full_prompt", "shared_failed_block_keeps_full_prompt"},
-        {"defer_save_over_sync_load+store_tracker_rewind", "failed_sync_load_shared_prefix_saved_with_tracker_not_rewound"},
-        {"discard_inflight_on_failed_load+pin_aware_preemption", "async_load_self_reservation_with_pin_cascade"},
-        {"pr57841+requeue_blockless_failed_load", "pending_head_hides_failed_load_blockless_head"},
-        {"rollback_placeholders_on_failed_load+cap_rollback_full_prompt", "rollback_strands_full_prompt_sharer"},
-        {"discard_inflight_on_failed_load+requeue_blockless_failed_load+pin_aware_self_preemption",
-         "failed_load_blockless_head_with_pin_self_preemption"},
-        {"pr57841+pin_aware_self_preemption", "pending_head_with_pin_self_preemption"},
-        {"discard_inflight_on_failed_load+pr57841+pin_aware_preemption",
-         "pending_head_hides_failed_load_self_reservation_with_pin_cascade"},
-        {"discard_inflight_on_failed_load+pr57841+requeue_blockless_failed_load",
-         "pending_head_hides_failed_load_blockless_head_and_self_reservation"},
-        {"discard_inflight_on_failed_load+requeue_blockless_failed_load+pin_aware_preemption",
-         "failed_load_blockless_head_with_pin_cascade"},
-        {"discard_inflight_on_failed_load+pr57841+requeue_blockless_failed_load+pin_aware_preemption",
-         "pending_head_hides_failed_load_blockless_head_and_self_reservation_with_pin_cascade"},
-        {"rollback_placeholders_on_failed_load+pin_aware_preemption",
-         "failed_load_keeps_async_placeholders_hang_with_pin_cascade"},
-        {"pr57841+pin_aware_preemption", "store_pin_cascade_hides_finished_load_behind_unadmittable_head"},
-        {"pr57841+rollback_placeholders_on_failed_load",
-         "pending_head_hides_failed_load_keeps_async_placeholders_hang"},
-    };
-    return table;
-}
-
-// Finding traces that have no fix patch yet (they expect their failure on every variant they name),
-// and second witnesses of a finding whose patch has its own trace above.
-const std::vector<std::string>& unfixed_findings() {
-    static const std::vector<std::string> names = {};
-    return names;
-}
-const std::vector<std::string>& second_witnesses() {
-    static const std::vector<std::string> names = {"multiconnector_store_first_late_load_into_foreign_block",
-                                                   "multiconnector_store_first_delayed_send",
-                                                   "store_tracker_not_rewound_saves_uncomputed_tokens",
-                                                   "stale_tracker_save_with_tracker_not_rewound",
-                                                   "failed_load_keeps_async_placeholders_hang_with_fenced_victims",
-                                                   "finished_load_behind_unadmittable_head_with_fenced_victims",
-                                                   "fenced_victims_hide_failed_load_keeps_async_placeholders_hang",
-                                                   "failed_load_keeps_async_placeholders_hang",
-                                                   "pending_head_hides_failed_load_self_reservation",
-                                                   "failed_sync_load_shared_prefix_saved_fail_policy",
-                                                   "failed_load_keeps_async_placeholders_hang_with_stranded_sharer",
-                                                   "failed_load_keeps_async_placeholders_double_rewind",
-                                                   "failed_load_keeps_async_placeholders_dropped_stale_frame"};
-    return names;
-}
-// Finding traces of a variant from before an upstream fix (a historical release, or a preset with a
-// `+pre` patch): no kvsim patch; they fail there and pass on the releases that carry the fix, or fail
-// there as another known finding that +all_fixes removes.
-const std::vector<std::string>& fixed_upstream_findings() {
-    static const std::vector<std::string> names = {"preempted_save_count_strands_finished_request",
-                                                   "preempted_save_count_strands_blocks_of_waiting_request",
-                                                   "preempted_save_count_strands_blocks_behind_pin_cascade",
-                                                   "store_finished_sending_for_undelayed_free",
-                                                   "fenced_victims_with_store_pin_cascade"};
-    return names;
-}
-
 bool any_event(const RunResult& r, EventCategory category, const std::string& request) {
     return std::any_of(r.events.begin(), r.events.end(),
                        [&](const LogEvent& e) { return e.category == category && e.request() == request; });
@@ -124,32 +49,40 @@ bool any_event(const RunResult& r, EventCategory category, const std::string& re
 
 TEST_CASE("corpus/findings: every expect line holds", "[findings][patch]") {
     const auto traces = all_finding_traces();
-    REQUIRE(traces.size() == trace_of_patch().size() + unfixed_findings().size() + second_witnesses().size() +
-                                 fixed_upstream_findings().size());
+    REQUIRE(traces.size() >= 30);
     std::vector<Variant> variants;
     for (const auto& name : variants_in_expectations(traces)) variants.push_back(require_variant(name));
-    const Matrix m = run_matrix(traces, variants);
+    const auto causes = [](const Trace& t, const Variant& v, const RunResult& r) {
+        return expectation_causes(classify(builtin_registry(), t, v, r));
+    };
+    const Matrix m = run_matrix(traces, variants, causes);
     INFO(render_matrix(m));
     CHECK(m.unmet == 0);
     CHECK(m.met >= 3 * static_cast<int>(traces.size()));
 }
 
-TEST_CASE("corpus/findings: each trace fails on v0.30.0 and passes with its own patch and with all_fixes",
-          "[findings][patch]") {
-    for (const auto& [patch, name] : trace_of_patch()) {
-        INFO(name << " +" << patch);
-        const Trace trace = finding(name);
-        auto expects = [&](const std::string& variant, bool pass) {
-            return std::any_of(trace.expectations.begin(), trace.expectations.end(), [&](const Expectation& e) {
-                return e.variant == variant && (e.verdict == Verdict::pass) == pass;
-            });
-        };
-        CHECK(expects("v0.30.0", false));
-        CHECK(expects("v0.30.0+" + patch, true));
-        CHECK(expects("v0.30.0+all_fixes", true));
-        CHECK(run(name, "v0.30.0").verdict != Verdict::pass);
-        CHECK(run(name, "v0.30.0+" + patch).verdict == Verdict::pass);
+TEST_CASE("corpus/findings: a trace of several causes passes only with every cause's fix", "[findings][patch]") {
+    // (each cause's own fix on its witnesses: tests/test_registry.cpp)
+    int compounds = 0;
+    for (const MatrixTrace& t : all_finding_traces()) {
+        for (const Expectation& x : t.trace.expectations) {
+            if (x.causes.size() < 2) continue;
+            INFO(t.name << " under " << x.variant);
+            const Registry& registry = builtin_registry();
+            // the fixes of every cause but the last leave a failure (the last cause's); all of them drain it
+            Variant all = require_variant(x.variant);
+            for (std::size_t i = 0; i < x.causes.size(); ++i) {
+                const KnownEntry* entry = registry.find(x.causes[i]);
+                REQUIRE(entry != nullptr);
+                if (i + 1 == x.causes.size()) CHECK(run_trace(t.trace, all).verdict != Verdict::pass);
+                if (!entry->fix.modelled()) break;
+                all = *with_fix(all, entry->fix);
+            }
+            if (registry.find(x.causes.back())->fix.modelled()) CHECK(run_trace(t.trace, all).verdict == Verdict::pass);
+            ++compounds;
+        }
     }
+    CHECK(compounds >= 10);
 }
 
 TEST_CASE("+pr50565: the aborted request's cleanup pull is answered but not reported", "[findings][patch]") {
@@ -251,23 +184,6 @@ TEST_CASE("+requeue_blockless_failed_load: the loaded request behind the failed 
     CHECK(first(EventCategory::finish, "r2") < first(EventCategory::finish, "r1"));    // r2 no longer waits on r1
 }
 
-TEST_CASE("+defer_save_over_sync_load: the save over a block loaded in the same step waits, then stores computed KV",
-          "[findings][patch]") {
-    const RunResult fixed = run("failed_sync_load_shared_prefix_saved", "v0.30.0+defer_save_over_sync_load");
-    REQUIRE(fixed.verdict == Verdict::pass);
-    CHECK(fixed.findings.empty());
-    std::vector<int> r5_saves;
-    int deferred_at = -1;
-    for (const LogEvent& e : fixed.events) {
-        if (e.request() != "r5") continue;
-        if (e.category == EventCategory::warn && deferred_at < 0) deferred_at = e.step;
-        if (e.category == EventCategory::meta && e.text("action") == "save") r5_saves.push_back(e.step);
-    }
-    REQUIRE(deferred_at >= 0);
-    REQUIRE_FALSE(r5_saves.empty());
-    CHECK(r5_saves.front() > deferred_at);  // saved on a later step, after the failed load was recomputed
-}
-
 TEST_CASE("+cap_failed_load_full_prompt: the sharer of a failed block is promoted with its last token to compute",
           "[findings][patch]") {
     const auto promoted = [](const RunResult& r, const std::string& request) {
@@ -309,43 +225,24 @@ TEST_CASE("+cap_rollback_full_prompt: a sharer left with every token computed by
     CHECK(run(name, "v0.30.0+cap_rollback_full_prompt").signature == "violation:computed_beyond_tokens");
 }
 
-TEST_CASE("kv_load_failure_policy=fail: a save emitted for a request that ends FINISHED_ERROR in the same step is "
-          "judged with its rewound tokens",
-          "[findings][checker]") {
-    const RunResult broken = run("failed_sync_load_shared_prefix_saved_fail_policy", "v0.30.0");
-    REQUIRE(broken.verdict == Verdict::violation);
-    REQUIRE(broken.findings.size() == 1);
-    const Finding& f = broken.findings.front();
-    CHECK(f.signature() == "violation:save_beyond_computed_tokens");
-    CHECK(f.request == "r5");
-    CHECK(f.tokens == std::optional<TokenRange>(TokenRange{0, 8}));
-    // r5 is gone by the end of that step: it ended FINISHED_ERROR and was freed, as upstream's fail policy does.
-    const auto ended = std::find_if(broken.events.begin(), broken.events.end(), [](const LogEvent& e) {
-        return e.request() == "r5" && e.category == EventCategory::free;
-    });
-    REQUIRE(ended != broken.events.end());
-    CHECK(ended->step == f.step);
-    CHECK(run("failed_sync_load_shared_prefix_saved_fail_policy", "v0.30.0+defer_save_over_sync_load").verdict ==
-          Verdict::pass);
-}
-
-// Finding 6 with r1 alone: the recompute's first chunk (48 tokens) ends inside the prompt, while the
-// tracker saves through the load's whole length (56 tokens): blocks exist for all of them, so only
-// the new checker sees that tokens [48, 56) go to the store under valid hashes with no KV computed.
+// A MultiConnector whose first child loads synchronously (upstream's test MockKVConnector, standing for
+// LMCache) and a MooncakeStoreConnector that saves: the store's job for r1 covers tokens [0, 56), which
+// the mock's failed load should have filled; _update_requests_with_invalid_blocks rewinds r1 to 0, so
+// the save stores KV nobody computed. Only the checker sees it (no block is missing or reused).
 constexpr const char* kStaleSaveTrace =
     "kvsim-trace 1\n"
-    "engine block_size=8 num_blocks=18 max_batched_tokens=48 max_running=16 max_model_len=2048 prefix_caching=off "
+    "engine block_size=8 num_blocks=18 max_batched_tokens=48 max_running=16 max_model_len=136 prefix_caching=off "
     "kv_load_failure_policy=recompute async_scheduling=off\n"
     "run seed=0 max_steps=400\n"
-    "connector store role=kv_both load_async=off\n"
-    "workers ranks=1 store_delay_min=1 store_delay_max=1 load_delay_min=1 load_delay_max=1 pull_delay=1\n"
+    "multi role=kv_both\n"
+    "connector mock role=kv_both matched=56 async=off\n"
+    "connector store role=kv_both\n"
     "segment s0 len=19\n"
-    "store prefix=s0\n"
     "@0 arrive r1 prompt=s0+s0+s0 max_tokens=1\n"
-    "@0 fault load_fail request=r1\n";
+    "@0 report invalid_blocks r1 index=0\n";
 
-TEST_CASE("store_save_computed_checker: a save past the computed tokens after a failed sync load",
-          "[findings][patch][checker]") {
+TEST_CASE("store_save_computed_checker: a store save over a sibling's failed synchronous load",
+          "[findings][checker]") {
     const Trace t = parse_trace(kStaleSaveTrace, "stale_save.trace");
     const RunResult broken = run_trace(t, require_variant("v0.30.0"));
     REQUIRE(broken.verdict == Verdict::violation);
@@ -354,29 +251,21 @@ TEST_CASE("store_save_computed_checker: a save past the computed tokens after a 
     const Finding& f = broken.findings.front();
     CHECK(f.request == "r1");
     CHECK(f.connector == "store");
-    CHECK(f.step == 1);
-    CHECK(f.blocks == std::vector<BlockId>{7});  // tokens [48, 56)
+    CHECK(f.step == 0);
+    CHECK(f.blocks == std::vector<BlockId>{1, 2, 3, 4, 5, 6, 7});  // tokens [0, 56)
     REQUIRE(f.tokens);
     CHECK(f.tokens->end == 56);
-    const RunResult fixed = run_trace(t, require_variant("v0.30.0+store_tracker_rewind"));
-    CHECK(fixed.verdict == Verdict::pass);
-    // Under kv_load_failure_policy=fail (every release's default) r1 ends FINISHED_ERROR: no recompute, no save.
+    // Under kv_load_failure_policy=fail (upstream's default) r1 ends FINISHED_ERROR: judged with its rewound
+    // count, the save still covers what the failed load left.
     Trace failing = t;
     failing.engine.kv_load_failure_policy = LoadFailurePolicy::fail;
-    CHECK(run_trace(failing, require_variant("v0.30.0")).verdict == Verdict::pass);
-
-    // The corpus trace: the checker fires in the same step, after the missing-block finding.
-    const RunResult corpus = run("store_tracker_not_rewound_after_failed_load", "v0.30.0");
-    CHECK(corpus.signature == "violation:save_tokens_without_blocks");
-    CHECK(std::any_of(corpus.findings.begin(), corpus.findings.end(),
-                      [](const Finding& x) { return x.signature() == "violation:save_beyond_computed_tokens"; }));
-    CHECK(run("store_tracker_not_rewound_after_failed_load", "v0.30.0+store_tracker_rewind").findings.empty());
+    CHECK(run_trace(failing, require_variant("v0.30.0")).signature == "violation:save_beyond_computed_tokens");
 }
 
 TEST_CASE("store_save_computed_checker stays quiet on saves of computed tokens", "[findings][checker]") {
-    // The same store, the same prompts, no failed load: every save covers computed tokens only.
-    Trace t = finding("store_tracker_not_rewound_after_failed_load");
-    std::erase_if(t.events, [](const Event& e) { return std::holds_alternative<FaultEvent>(e.body); });
+    // The same stack and prompt, no failed load: every save covers computed tokens only.
+    Trace t = parse_trace(kStaleSaveTrace, "stale_save.trace");
+    std::erase_if(t.events, [](const Event& e) { return !std::holds_alternative<ArriveEvent>(e.body); });
     const RunResult r = run_trace(t, require_variant("v0.30.0"));
     CHECK(r.verdict == Verdict::pass);
     CHECK(std::any_of(r.events.begin(), r.events.end(), [](const LogEvent& e) {

@@ -19,7 +19,7 @@ namespace {
 
 const char* const kTrace =
     "kvsim-trace 1\n"
-    "engine block_size=4 num_blocks=32 prefix_caching=off\n"
+    "engine block_size=4 num_blocks=32 max_model_len=124 prefix_caching=off\n"
     "run seed=1 max_steps=100 variant=v0.30.0\n"
     "segment s len=12\n"
     "@0 arrive r prompt=s max_tokens=8\n";
@@ -83,7 +83,7 @@ TEST_CASE("incremental block-pool check: a held block's fault now, an untouched 
 // while the tables grow, so the check_step keeps its counts across steps (block_pool_checker.h).
 const char* const kStoreTrace =
     "kvsim-trace 1\n"
-    "engine block_size=4 num_blocks=64 prefix_caching=on\n"
+    "engine block_size=4 num_blocks=64 max_model_len=252 prefix_caching=on\n"
     "run seed=3 max_steps=100 variant=v0.30.0\n"
     "connector store role=kv_both save_decode_cache=on\n"
     "workers ranks=2 store_delay_min=1 store_delay_max=4\n"

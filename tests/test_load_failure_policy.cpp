@@ -264,7 +264,7 @@ TEST_CASE("the policy in force: the trace's, else the variant's release default"
 }
 
 TEST_CASE("kv_load_failure_policy: parse, print only when stated, round trip, bad value", "[load_failure][trace]") {
-    const std::string base = "kvsim-trace 1\nengine block_size=4 num_blocks=8";
+    const std::string base = "kvsim-trace 1\nengine block_size=4 num_blocks=8 max_model_len=28";
     const Trace unstated = parse_trace(base + "\n", "t.trace");
     CHECK_FALSE(unstated.engine.kv_load_failure_policy);
     CHECK(print_trace(unstated).find("kv_load_failure_policy") == std::string::npos);
@@ -284,7 +284,7 @@ TEST_CASE("kv_load_failure_policy: parse, print only when stated, round trip, ba
 TEST_CASE("a p2p load failure under each policy: the whole run", "[load_failure][trace]") {
     const std::string text =
         "kvsim-trace 1\n"
-        "engine block_size=4 num_blocks=32 POLICY\n"
+        "engine block_size=4 num_blocks=32 max_model_len=124 POLICY\n"
         "run max_steps=40\n"
         "connector p2p role=kv_consumer\n"
         "segment s len=12\n"

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli_runner.h"
+#include "properties/findings/classify.h"
 #include "properties/harness/matrix.h"
 #include "sim/trace/trace_parser.h"
 
@@ -50,7 +51,8 @@ TEST_CASE("kvsim matrix --async-scheduling runs every trace under one mode: seed
     // under async scheduling the block-filling save comes a step later, with r1's next block: no crash
     const auto async = run_kvsim("matrix --async-scheduling on " + seed001);
     CHECK(async.exit_code == 1);  // the expect line states the synchronous crash
-    CHECK_THAT(async.out, Catch::Contains("| v0.29.0         | pass !! UNMET(expected crash crash:missing_current_block_table) |"));
+    CHECK_THAT(async.out, Catch::Contains("| v0.29.0         | pass !! UNMET(expected crash crash:missing_current_block_table "
+                                          "causes=seed001_eager_snapshot_stale_save, got causes=) |"));
     const std::string seed000 = "--variants v0.29.0,v0.29.0+003,v0.30.0 " + kUpstream + "seed000_multiconnector_both.trace";
     const auto off000 = run_kvsim("matrix --async-scheduling off " + seed000);
     const auto on000 = run_kvsim("matrix --async-scheduling on " + seed000);
@@ -79,7 +81,7 @@ TEST_CASE("the #55066 guard warns once naming the request and saves again after 
 
 TEST_CASE("kvsim matrix fails on an unmet expect line", "[matrix]") {
     const auto path = write_scratch("unmet.trace",
-                                    "kvsim-trace 1\nengine block_size=4 num_blocks=16\n"
+                                    "kvsim-trace 1\nengine block_size=4 num_blocks=16 max_model_len=60\n"
                                     "segment a len=6\nexpect v0.30.0 crash\nexpect v0.29.0 pass\n"
                                     "@0 arrive r1 prompt=a max_tokens=2\n");
     const auto r = run_kvsim("matrix " + path);
@@ -101,8 +103,11 @@ kvsim::MatrixTrace upstream_trace(const std::string& stem) {
 TEST_CASE("run_matrix runs every trace under every variant and judges each cell", "[matrix]") {
     const std::vector<kvsim::MatrixTrace> traces = {upstream_trace("seed000_multiconnector_consumer"),
                                                     upstream_trace("seed000_multiconnector_both")};
-    const auto matrix = kvsim::run_matrix(traces, {kvsim::require_variant("v0.29.0+skip_save_is_consumer"),
-                                                   kvsim::require_variant("v0.30.0")});
+    const auto causes = [](const kvsim::Trace& t, const kvsim::Variant& v, const kvsim::RunResult& r) {
+        return kvsim::expectation_causes(kvsim::classify(kvsim::builtin_registry(), t, v, r));
+    };
+    const auto matrix = kvsim::run_matrix(
+        traces, {kvsim::require_variant("v0.29.0+skip_save_is_consumer"), kvsim::require_variant("v0.30.0")}, causes);
     REQUIRE(matrix.columns == std::vector<std::string>{"seed000_multiconnector_consumer", "seed000_multiconnector_both"});
     REQUIRE(matrix.rows.size() == 2);
     const auto& skip_save = matrix.rows[0];
@@ -116,10 +121,15 @@ TEST_CASE("run_matrix runs every trace under every variant and judges each cell"
     REQUIRE(matrix.met == 4);
     REQUIRE(matrix.unmet == 0);
     REQUIRE(matrix.unchecked == 0);
+    // without a classifier an expect line that names causes cannot be met
+    const auto unclassified = kvsim::run_matrix(traces, {kvsim::require_variant("v0.29.0+skip_save_is_consumer")});
+    REQUIRE(unclassified.rows[0].cells[1].expectation.status == kvsim::ExpectationStatus::unmet);
+    REQUIRE_THAT(unclassified.rows[0].cells[1].text,
+                 Catch::EndsWith("causes=seed000_pending_load_save, got causes=(not classified))"));
 }
 
 TEST_CASE("run_matrix marks an unmet expect line and a cell without one", "[matrix]") {
-    const kvsim::Trace trace = kvsim::parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=16\n"
+    const kvsim::Trace trace = kvsim::parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=16 max_model_len=60\n"
                                                   "segment a len=6\nexpect v0.30.0 crash\n"
                                                   "@0 arrive r1 prompt=a max_tokens=2\n",
                                                   "unmet.trace");

@@ -34,14 +34,14 @@ TEST_CASE("minimize_finding keeps the trace's own signature and gives an expect 
     REQUIRE(minimized.minimal_result.signature == kSeed000Signature);
     REQUIRE(minimized.minimal.run.variant == "v0.29.0");
     REQUIRE(minimized.minimal.expectations ==
-            std::vector<Expectation>{{.variant = "v0.29.0", .verdict = Verdict::crash, .signature = kSeed000Signature}});
+            std::vector<Expectation>{{.variant = "v0.29.0", .verdict = Verdict::crash, .signature = kSeed000Signature, .causes = {}}});
 
     const std::string text = minimized_trace_text(minimized, finding);
     REQUIRE_THAT(text, Catch::StartsWith("kvsim-trace 1\n# Minimised by kvsim minimize from padded.trace under v0.29.0, "
                                          "keeping signature=crash:missing_current_block_table\n"));
     REQUIRE(parse_trace(text, "minimal.trace") == minimized.minimal);  // the comments change nothing
     REQUIRE_THAT(minimize_summary_line(minimized, finding),
-                 Catch::StartsWith("kvsim minimize: signature=crash:missing_current_block_table (new) kept under v0.29.0: "
+                 Catch::StartsWith("kvsim minimize: signature=crash:missing_current_block_table (not classified) kept under v0.29.0: "
                                    "9 -> 1 events, "));
 }
 
@@ -61,9 +61,11 @@ TEST_CASE("minimize_finding with the registry keeps the registry entry the trace
     finding.registry = &builtin_registry();
     const MinimizedFinding minimized = minimize_finding(finding);
     REQUIRE(minimized.outcome == MinimizeOutcome::kept);
-    REQUIRE(minimized.known_id == "seed000_pending_load_save");
-    const KnownEntry* again = classify(builtin_registry(), minimized.minimal, finding.variant, minimized.minimal_result);
-    REQUIRE(again != nullptr);
-    REQUIRE(again->id == "seed000_pending_load_save");
-    REQUIRE_THAT(minimized_trace_text(minimized, finding), Catch::Contains("# registry: known finding seed000_pending_load_save"));
+    REQUIRE(minimized.classification.cause_set() == "seed000_pending_load_save");
+    const Classification again = classify(builtin_registry(), minimized.minimal, finding.variant, minimized.minimal_result);
+    REQUIRE(again.known());
+    REQUIRE(again.cause_set() == "seed000_pending_load_save");
+    const std::string text = minimized_trace_text(minimized, finding);
+    REQUIRE_THAT(text, Catch::Contains("# registry: known, causes seed000_pending_load_save"));
+    REQUIRE_THAT(text, Catch::Contains("causes=seed000_pending_load_save"));  // the expect line states them
 }

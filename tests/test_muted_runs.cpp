@@ -46,16 +46,7 @@ void require_same_outcome(const RunResult& full, const RunResult& lean) {
     CHECK(lean.crash.has_value() == full.crash.has_value());
 }
 
-// The fingerprint a muted, fingerprinting log folds from `events` as the run appended them.
-std::uint64_t fingerprint_of(const std::vector<LogEvent>& events) {
-    EventLog log;
-    log.mute({}, true);
-    for (const LogEvent& e : events) {
-        log.set_step(e.step);
-        log.append(e);
-    }
-    return log.fingerprint();
-}
+std::uint64_t fingerprint_of(const std::vector<LogEvent>& events) { return events_fingerprint(events); }
 
 }  // namespace
 

@@ -50,8 +50,9 @@ exit 0
 )STUB";
 
 const std::string kSeed000 = R"(kvsim-trace 1
-engine block_size=16 num_blocks=64
+engine block_size=16 num_blocks=64 max_model_len=1008
 run seed=3 max_steps=100
+multi role=kv_consumer
 connector p2p role=kv_consumer
 connector store role=kv_consumer
 segment prompt len=48
@@ -141,7 +142,7 @@ TEST_CASE("nightly with a stub fuzzer: canary passes and no new finding on the c
     REQUIRE(v29["seeds_left_out"].get<int>() >= 5);  // the corpus traces that fail under v0.29.0
     REQUIRE(v29["findings_known"] == 1);
     REQUIRE(v29["findings"][0]["status"] == "known");
-    REQUIRE(v29["findings"][0]["known_id"] == "seed000_pending_load_save");
+    REQUIRE(v29["findings"][0]["causes"] == nlohmann::json::array({"seed000_pending_load_save"}));
     const auto& v30 = j["variants"][1];
     REQUIRE(v30["expected_clean"] == true);
     REQUIRE(v30["findings"].empty());

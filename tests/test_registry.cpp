@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -17,6 +18,7 @@
 
 #include "properties/findings/classify.h"
 #include "properties/findings/registry.h"
+#include "sim/trace/config_rules.h"
 #include "sim/trace/input_error.h"
 #include "sim/trace/trace_parser.h"
 
@@ -34,9 +36,15 @@ Trace load(const std::string& relative) {
     return parse_trace(text.str(), relative);
 }
 
-const KnownEntry* classified(const Trace& trace, const std::string& variant_name, const Registry& r = builtin_registry()) {
+Classification classified(const Trace& trace, const std::string& variant_name, const Registry& r = builtin_registry()) {
     const Variant variant = require_variant(variant_name);
     return classify(r, trace, variant, run_trace(trace, variant));
+}
+
+std::vector<std::string> ids(const Classification& c) {
+    std::vector<std::string> out;
+    for (const KnownEntry* e : c.causes) out.push_back(e->id);
+    return out;
 }
 
 std::string parse_error(const std::string& text) {
@@ -55,42 +63,58 @@ const std::string kEntry =
     "  signature liveness:requests_not_finished\n"  // 4
     "  upstream not_reported\n"                      // 5
     "  witness corpus/x.trace v0.30.0\n"             // 6
-    "  fix +a_patch_that_does_not_exist_yet\n"      // 7
+    "  fix describe not modelled\n"                  // 7
     "  why a test\n";                                // 8
 
 const std::string& kPendingLookup = kvsim::testing::kPendingLookupLiveness;
 
+// The causes the trace's expect line for `variant` names (empty without one).
+std::vector<std::string> stated_causes(const Trace& trace, const std::string& variant) {
+    for (const Expectation& x : trace.expectations)
+        if (x.variant == variant) return x.causes;
+    return {};
+}
+
 }  // namespace
 
-TEST_CASE("registry: every entry's witnesses still classify as that entry, on the variants it names", "[registry]") {
+TEST_CASE("registry: every entry's witnesses classify as exactly that entry, on the variants it names", "[registry]") {
     const Registry& registry = builtin_registry();
-    REQUIRE(registry.entries.size() >= 11);
+    REQUIRE(registry.entries.size() >= 20);
     for (const KnownEntry& e : registry.entries) {
         REQUIRE_FALSE(e.witnesses.empty());
         for (const Witness& w : e.witnesses) {
             INFO(e.id << ": " << w.trace << " under " << w.variant);
             REQUIRE(e.applies_to(w.variant));
             const Trace trace = load(w.trace);
-            const KnownEntry* got = classified(trace, w.variant);
+            const Classification got = classified(trace, w.variant);
             // A failure here means the cause was fixed (or the matcher drifted): update or delete the entry.
-            REQUIRE(got != nullptr);
-            CHECK(got->id == e.id);
+            REQUIRE(got.known());
+            // exactly this cause, or this cause first where removing it uncovers another that its trace's
+            // expect line names (pr49252's crash needs a sharer the rollback strands)
+            REQUIRE_FALSE(got.causes.empty());
+            CHECK(got.causes.front()->id == e.id);
+            if (got.causes.size() > 1) CHECK(stated_causes(trace, w.variant) == ids(got));
             // A muted run (a fuzz input's) has no events: the classifier replays it for those it reads.
             const Variant variant = require_variant(w.variant);
             const RunOptions muted{.text_log = false, .events = false};
             const RunResult quiet = run_trace(trace, variant, muted);
             REQUIRE(quiet.events.empty());
-            const KnownEntry* from_muted = classify(registry, trace, variant, quiet, muted);
-            REQUIRE(from_muted != nullptr);
-            CHECK(from_muted->id == e.id);
-            // The fuzz target's runs keep the categories the registry reads: classified without a replay.
+            CHECK(ids(classify(registry, trace, variant, quiet, muted)) == ids(got));
+            // The fuzz target's runs keep the categories the registry reads.
             const RunOptions lean{.text_log = false, .events = false, .muted_keeps = registry.events_read()};
             const RunResult kept = run_trace(trace, variant, lean);
             CHECK(kept.events_kept == registry.events_read());
-            const KnownEntry* from_kept = classify(registry, trace, variant, kept, lean);
-            REQUIRE(from_kept != nullptr);
-            CHECK(from_kept->id == e.id);
+            CHECK(ids(classify(registry, trace, variant, kept, lean)) == ids(got));
         }
+    }
+}
+
+TEST_CASE("registry: one entry per root cause: no entry's fix names two causes, no witness is another's", "[registry]") {
+    std::set<std::string> witnesses;
+    for (const KnownEntry& e : builtin_registry().entries) {
+        INFO(e.id);
+        CHECK(e.fix.patch.find('+', 1) == std::string::npos);  // one patch, not a composition
+        for (const Witness& w : e.witnesses) CHECK(witnesses.insert(w.trace + " " + w.variant).second);
     }
 }
 
@@ -104,17 +128,16 @@ TEST_CASE("registry: events_read names the categories its event conditions read,
             ++event_conditions;
             CHECK(read.contains(c.category));
         }
-    CHECK(event_conditions > 10);
-    CHECK(read == EventCategories{EventCategory::invalid, EventCategory::load, EventCategory::p2p, EventCategory::worker});
+    CHECK(event_conditions >= 8);
     CHECK_FALSE(read.contains(EventCategory::schedule));  // the costly categories stay muted
     CHECK_FALSE(read.contains(EventCategory::alloc));
     CHECK(events_read(Condition{.kind = ConditionKind::history, .value = "loaded_but_never_promoted"}) ==
           EventCategories::all());
-    CHECK(events_read(Condition{.kind = ConditionKind::gone_with}).empty());
+    CHECK(events_read(Condition{.kind = ConditionKind::stack}).empty());
 }
 
-TEST_CASE("registry: every failing expect line of the corpus is a known finding", "[registry]") {
-    int failing = 0;
+TEST_CASE("registry: every failing expect line of the corpus is known, with the causes it names", "[registry]") {
+    int failing = 0, compounds = 0;
     for (const auto& f : fs::recursive_directory_iterator(kRepo + "/corpus")) {
         if (f.path().extension() != ".trace") continue;
         const std::string relative = fs::relative(f.path(), kRepo).string();
@@ -124,146 +147,151 @@ TEST_CASE("registry: every failing expect line of the corpus is a known finding"
             if (x.verdict == Verdict::pass || x.verdict == Verdict::mismatch) continue;
             ++failing;
             INFO(relative << " under " << x.variant);
-            CHECK(classified(trace, x.variant) != nullptr);
+            const Classification c = classified(trace, x.variant);
+            CHECK(c.known());
+            CHECK_FALSE(x.causes.empty());  // the corpus states every failure's causes
+            CHECK(ids(c) == x.causes);
+            compounds += x.causes.size() > 1 ? 1 : 0;
         }
     }
-    REQUIRE(failing >= 20);
+    REQUIRE(failing >= 60);
+    REQUIRE(compounds >= 15);  // the traces of the former compound entries
+}
+
+TEST_CASE("registry: no corpus trace is a configuration upstream rejects, under any variant it names", "[registry][rules]") {
+    int judged = 0;
+    for (const auto& f : fs::recursive_directory_iterator(kRepo + "/corpus")) {
+        if (f.path().extension() != ".trace") continue;
+        const std::string relative = fs::relative(f.path(), kRepo).string();
+        const Trace trace = load(relative);
+        std::set<std::string> variants;
+        if (!trace.run.variant.empty()) variants.insert(trace.run.variant);
+        for (const Expectation& x : trace.expectations) variants.insert(x.variant);
+        for (const char* preset : {"v0.27.1", "v0.29.0", "v0.30.0", "v0.30.0+all_fixes"}) variants.insert(preset);
+        for (const std::string& v : variants) {
+            INFO(relative << " under " << v);
+            const auto rejection = upstream_rejects(trace, require_variant(v));
+            CHECK_FALSE(rejection.has_value());
+            if (rejection) INFO(rejection->message());
+            ++judged;
+        }
+    }
+    REQUIRE(judged >= 400);
 }
 
 TEST_CASE("registry: a new cause behind a known signature is NEW", "[registry]") {
     const Trace pending = parse_trace(kPendingLookup, "pending.trace");
     const Variant v30 = require_variant("v0.30.0");
     const RunResult r = run_trace(pending, v30);
-    REQUIRE(r.signature == "liveness:requests_not_finished");  // the signature of three known entries
-    REQUIRE(classify(builtin_registry(), pending, v30, r) == nullptr);
+    REQUIRE(r.signature == "liveness:requests_not_finished");  // the signature of several known entries
+    const Classification c = classify(builtin_registry(), pending, v30, r);
+    CHECK(c.is_new());
+    CHECK(c.causes.empty());
+    CHECK(c.residue_signature == r.signature);
     // the known witness of the same signature is known, and an entry whose condition it fails is not
     const Trace cascade = load("corpus/findings/store_pins_make_preemption_free_nothing.trace");
-    REQUIRE(classified(cascade, "v0.30.0") != nullptr);
+    REQUIRE(classified(cascade, "v0.30.0").known());
     const Registry narrow = parse_registry(kEntry + "  history loaded_but_never_promoted\n", "narrow.txt");
-    REQUIRE(classified(cascade, "v0.30.0", narrow) == nullptr);
+    CHECK(classified(cascade, "v0.30.0", narrow).is_new());
+    // an entry without a modelled fix matches on its conditions alone, and the residue is not run
     const Registry broad = parse_registry(kEntry, "broad.txt");
-    REQUIRE(classified(cascade, "v0.30.0", broad) == &broad.entries.front());
+    const Classification by_conditions = classified(cascade, "v0.30.0", broad);
+    CHECK(by_conditions.known());
+    CHECK(by_conditions.unexplored);
+    CHECK(ids(by_conditions) == std::vector<std::string>{"a"});
 }
 
-TEST_CASE("registry: conditions over typed fields, the stack, settings and counterfactual re-runs", "[registry]") {
+TEST_CASE("registry: conditions over typed fields, the stack and settings, and a fix that changes nothing never matches",
+          "[registry]") {
     const Trace store_first = load("corpus/findings/multiconnector_store_first_p2p_notify_pull.trace");
     const std::string head = "finding b\n class upstream\n variants *\n signature crash:recving_not_finished\n"
-                             " upstream known #1\n witness x.trace v0.30.0\n fix +p\n why t\n";
-    const auto known_with = [&](const std::string& conditions) {
-        const Registry r = parse_registry(head + conditions, "c.txt");
-        return classified(store_first, "v0.30.0", r) != nullptr;
+                             " upstream known #1\n witness x.trace v0.30.0\n fix +p2p_pull_only_when_loading\n why t\n";
+    const auto known_with = [&](const std::string& conditions, const std::string& fix = "") {
+        std::string text = head + conditions;
+        if (!fix.empty()) text.replace(text.find("fix +p2p_pull_only_when_loading"), 31, "fix " + fix);
+        return classified(store_first, "v0.30.0", parse_registry(text, "c.txt")).known();
     };
+    CHECK(known_with(""));
     CHECK(known_with(" stack store,p2p\n"));
     CHECK_FALSE(known_with(" stack p2p,store\n"));
     CHECK(known_with(" event p2p action=pull_result request=$request notify_only=true\n"));
     CHECK_FALSE(known_with(" event p2p action=pull_result request=$request notify_only=false\n"));
     CHECK(known_with(" no_event p2p action=finished_before_alloc\n"));
-    CHECK(known_with(" connector store load_async=off\n"));
-    CHECK_FALSE(known_with(" connector store load_async=on\n"));
+    CHECK(known_with(" connector store load_async=on\n"));
+    CHECK_FALSE(known_with(" connector store lookup_async=on\n"));
+    CHECK(known_with(" flag pending_load_guard=on\n"));
+    CHECK_FALSE(known_with(" flag pending_load_guard=off\n"));
+    // the fix is the counterfactual: one that leaves the run as it is never matches
+    CHECK_FALSE(known_with("", "flags snapshot_rule=eager"));  // still crashes so
+    CHECK_FALSE(known_with("", "+pr54643"));                   // a patch v0.30.0 already carries: the same run
+    CHECK_FALSE(known_with("", "flags pending_load_guard=on"));
     // the engine settings as resolved: the keys the trace states, else the variant's defaults
     Trace stated = store_first;
     stated.engine.async_scheduling = false;
     stated.engine.kv_load_failure_policy = LoadFailurePolicy::recompute;
     const auto stated_known_with = [&](const std::string& conditions) {
-        return classified(stated, "v0.30.0", parse_registry(head + conditions, "c.txt")) != nullptr;
+        return classified(stated, "v0.30.0", parse_registry(head + conditions, "c.txt")).known();
     };
     CHECK(stated_known_with(" engine async_scheduling=off kv_load_failure_policy=recompute\n"));
     CHECK_FALSE(stated_known_with(" engine async_scheduling=on\n"));
     CHECK_FALSE(stated_known_with(" engine kv_load_failure_policy=fail\n"));
-    const Variant v30 = require_variant("v0.30.0");
-    CHECK(known_with(fmt::format(" engine kv_load_failure_policy={}\n", to_string(v30.load_failure_policy_default))));
-    CHECK(known_with(" flag pending_load_guard=on\n"));
-    CHECK_FALSE(known_with(" flag pending_load_guard=off\n"));
-    CHECK_FALSE(known_with(" gone_with flags snapshot_rule=eager\n"));  // still crashes so
-    CHECK_FALSE(known_with(" gone_with patch +not_a_patch_yet\n"));     // unresolvable: no match
-    CHECK_FALSE(known_with(" gone_with flags pending_load_guard=on\n"));  // the variant's own flags: the same run
-    CHECK_FALSE(known_with(" gone_with patch +pr54643\n"));             // a patch v0.30.0 already carries
-    CHECK_FALSE(known_with(" gone_with no_fault load_fail\n"));         // no such fault to take out: the same trace
-    CHECK(known_with(" gone_with patch +p2p_pull_only_when_loading\n"));  // the fix: the crash is gone
     const Registry old_only = parse_registry(std::string(head).replace(head.find("variants *"), 10, "variants v0.29.0*"), "o.txt");
-    CHECK(classified(store_first, "v0.30.0", old_only) == nullptr);  // applies to v0.29.0* only
-    CHECK(classified(store_first, "v0.29.0", old_only) != nullptr);
+    CHECK(classified(store_first, "v0.30.0", old_only).is_new());  // applies to v0.29.0* only
+    CHECK(classified(store_first, "v0.29.0", old_only).known());
 }
 
-namespace {
-
-// A flag the run of `trace` under `variant` never read, and a value of it other than the variant's.
-std::pair<std::string, std::string> unread_flag(const Trace& trace, const Variant& variant) {
-    const std::uint32_t read = run_trace(trace, variant).flags_read;
-    const std::vector<int> bits = variant_flag_bits();
-    for (std::size_t row = 0; row < bits.size(); ++row) {
-        if ((read >> bits[row] & 1u) != 0) continue;
-        const FlagDescription& flag = variant_flags()[row];
-        for (const std::string_view value : flag.value_names)
-            if (value != variant_flag_value(variant, flag.flag)) return {std::string(flag.flag), std::string(value)};
-    }
-    return {};
+TEST_CASE("registry: causes are removed one fix at a time, in registry order, one re-run each", "[registry]") {
+    // Two causes, each of which alone leaves the run hanging: neither fix alone drains it.
+    const Trace trace = load("corpus/findings/failed_load_self_reservation_with_pending_head.trace");
+    const Variant v30 = require_variant("v0.30.0");
+    const RunResult run = run_trace(trace, v30);
+    REQUIRE(run.signature == "liveness:requests_not_finished");
+    const Classification c = classify(builtin_registry(), trace, v30, run);
+    REQUIRE(c.known());
+    CHECK(ids(c) == std::vector<std::string>{"async_load_self_reservation", "finished_load_behind_unadmittable_head"});
+    CHECK(c.cause_set() == "async_load_self_reservation+finished_load_behind_unadmittable_head");
+    CHECK(c.key() == "known:" + c.cause_set());
+    // the residue after both fixes passes, and each single fix leaves a failure: both are needed
+    CHECK(run_trace(trace, require_variant("v0.30.0+discard_inflight_on_failed_load+pr57841")).verdict == Verdict::pass);
+    CHECK(run_trace(trace, require_variant("v0.30.0+discard_inflight_on_failed_load")).verdict != Verdict::pass);
+    CHECK(run_trace(trace, require_variant("v0.30.0+pr57841")).verdict != Verdict::pass);
+    // a registry of the first cause alone reports NEW, after it, under the variant with its fix
+    Registry partial = builtin_registry();
+    std::erase_if(partial.entries, [](const KnownEntry& e) { return e.id != "async_load_self_reservation"; });
+    const Classification behind = classify(partial, trace, v30, run);
+    CHECK(behind.is_new());
+    CHECK(ids(behind) == std::vector<std::string>{"async_load_self_reservation"});
+    CHECK(behind.residue_variant == "v0.30.0+discard_inflight_on_failed_load");
+    CHECK(behind.key() == "new:liveness:requests_not_finished after async_load_self_reservation");
 }
 
-}  // namespace
-
-TEST_CASE("registry: a classification's counterfactuals share the runs whose read flags agree", "[registry]") {
+TEST_CASE("registry: a classification's re-runs share the runs whose read flags agree", "[registry]") {
     const Trace store_first = load("corpus/findings/multiconnector_store_first_p2p_notify_pull.trace");
     const Variant v30 = require_variant("v0.30.0");
-    Variant eager = v30;
-    REQUIRE(set_variant_flag(eager, "snapshot_rule", "eager"));
-    const auto [flag, value] = unread_flag(store_first, eager);
-    REQUIRE_FALSE(flag.empty());
-    const auto entry = [](const std::string& name, const std::string& condition) {
+    const auto entry = [](const std::string& name, const std::string& fix) {
         return "finding " + name + "\n class upstream\n variants *\n signature crash:recving_not_finished\n" +
-               " upstream known #1\n witness x.trace v0.30.0\n fix +p\n why t\n gone_with " + condition + "\n";
+               " upstream known #1\n witness x.trace v0.30.0\n fix " + fix + "\n why t\n";
     };
-    const Registry r = parse_registry(entry("carried", "patch +pr54643") +           // the run itself: shared
+    const Registry r = parse_registry(entry("carried", "+pr54643") +            // the run itself: shared
                                           entry("eager", "flags snapshot_rule=eager") +  // made: still crashes
-                                          entry("eager_and_unread", "flags snapshot_rule=eager " + flag + "=" + value) +
-                                          entry("fixed", "patch +p2p_pull_only_when_loading"),  // made: gone
+                                          entry("fixed", "+p2p_pull_only_when_loading"),  // made: gone
                                       "shared.txt");
     const RunResult run = run_trace(store_first, v30);
-    VariantReruns reruns;
-    const KnownEntry* known = classify(r, store_first, v30, run, {}, &reruns);
-    REQUIRE(known != nullptr);
-    CHECK(known->id == "fixed");  // a run shared regardless of the flags it read would have said "still crashes"
-    CHECK(reruns.made == 2);
-    CHECK(reruns.shared == 2);
-    // each entry on its own (its own re-runs) decides as it did within the classification
+    const Classification c = classify(r, store_first, v30, run);
+    REQUIRE(c.known());
+    CHECK(ids(c) == std::vector<std::string>{"fixed"});
+    CHECK(c.reruns.made == 2);
+    CHECK(c.reruns.shared >= 1);
     CHECK_FALSE(entry_matches(r.entries[0], store_first, v30, run));
     CHECK_FALSE(entry_matches(r.entries[1], store_first, v30, run));
-    CHECK_FALSE(entry_matches(r.entries[2], store_first, v30, run));
-    CHECK(entry_matches(r.entries[3], store_first, v30, run));
-    // the unread flag, set on its own over the eager variant, makes the eager run again
-    Variant both = eager;
-    REQUIRE(set_variant_flag(both, flag, value));
-    CHECK(run_trace(store_first, both).signature == run_trace(store_first, eager).signature);
-}
-
-TEST_CASE("registry: classifying each witness with shared re-runs agrees with each entry's own", "[registry]") {
-    int shared = 0, compared = 0;
-    for (const KnownEntry& owner : builtin_registry().entries) {
-        for (const Witness& w : owner.witnesses) {
-            INFO(w.trace << " under " << w.variant);
-            const Trace trace = load(w.trace);
-            const Variant variant = require_variant(w.variant);
-            const RunResult run = run_trace(trace, variant);
-            VariantReruns reruns;
-            const KnownEntry* known = classify(builtin_registry(), trace, variant, run, {}, &reruns);
-            const auto& entries = builtin_registry().entries;
-            const auto alone = std::find_if(entries.begin(), entries.end(), [&](const KnownEntry& e) {
-                return entry_matches(e, trace, variant, run, {}, &builtin_registry());
-            });
-            CHECK(known == (alone == entries.end() ? nullptr : &*alone));
-            shared += reruns.shared;
-            ++compared;
-        }
-    }
-    CHECK(compared > 30);
-    CHECK(shared > 0);
+    CHECK(entry_matches(r.entries[2], store_first, v30, run));
 }
 
 TEST_CASE("registry: parse errors name file:line and the field", "[registry]") {
     CHECK(parse_error("  class upstream\n") == "r.txt:1: class: a field before the first 'finding ID' line");
     CHECK(parse_error(kEntry + "  colour blue\n") ==
           "r.txt:9: colour: unknown field 'colour' (expected class, variants, signature, stack, event, no_event, flag, "
-          "connector, engine, history, gone_with, known_with, upstream, needs, witness, fix, why)");
+          "connector, engine, history, upstream, witness, fix, why)");
     CHECK_THAT(parse_error(kEntry + "  engine chunked_prefill=on\n"),
                Catch::StartsWith("r.txt:9: engine: unknown engine setting 'chunked_prefill'"));
     CHECK_THAT(parse_error(kEntry + "  engine\n"), Catch::StartsWith("r.txt:9: engine: expected KEY=VALUE"));
@@ -271,56 +299,45 @@ TEST_CASE("registry: parse errors name file:line and the field", "[registry]") {
     CHECK_THAT(parse_error(kEntry + "  event p2p action\n"), Catch::StartsWith("r.txt:9: event: 'action' is not KEY=VALUE"));
     CHECK_THAT(parse_error(kEntry + "  flag snapshot_rule=sometimes\n"), Catch::StartsWith("r.txt:9: flag: unknown variant flag"));
     CHECK_THAT(parse_error(kEntry + "  history whatever\n"), Catch::StartsWith("r.txt:9: history: unknown history 'whatever'"));
-    CHECK_THAT(parse_error(kEntry + "  gone_with patch pr1\n"), Catch::StartsWith("r.txt:9: gone_with: a patch is written +NAME"));
-    CHECK_THAT(parse_error(kEntry + "  known_with patch pr1\n"), Catch::StartsWith("r.txt:9: known_with: a patch is written +NAME"));
-    CHECK_THAT(parse_error(kEntry + "  known_with flags snapshot_rule=eager\n"),
-               Catch::StartsWith("r.txt:9: known_with: only a patch is known_with's edit"));
+    CHECK_THAT(parse_error(kEntry + "  gone_with patch +pr1\n"), Catch::StartsWith("r.txt:9: gone_with: unknown field"));
+    CHECK_THAT(parse_error(kEntry + "  needs a=b\n"), Catch::StartsWith("r.txt:9: needs: unknown field"));
     CHECK_THAT(parse_error(kEntry + "  signature liveness\n"), Catch::StartsWith("r.txt:9: signature: 'liveness' is not KIND:ID"));
     CHECK_THAT(parse_error(kEntry + "  upstream open 50565\n"), Catch::StartsWith("r.txt:9: upstream: '50565' is not"));
+    CHECK_THAT(parse_error(std::string(kEntry).replace(kEntry.find("fix describe not modelled"), 25, "fix +nosuch")),
+               Catch::StartsWith("r.txt:7: fix: unknown variant patch '+nosuch'"));
+    CHECK_THAT(parse_error(std::string(kEntry).replace(kEntry.find("fix describe not modelled"), 25, "fix flags x=y")),
+               Catch::StartsWith("r.txt:7: fix: unknown variant flag or value 'x=y'"));
     CHECK(parse_error(kEntry + kEntry) == "r.txt:9: finding: duplicate id 'a'");
     CHECK(parse_error("finding a\n  class upstream\nfinding b\n") == "r.txt:1: a.variants: missing");
     CHECK(parse_error("# nothing\n") == "r.txt:1: finding: the registry has no entry");
-    CHECK(parse_error(kEntry) == "no error");  // a fix patch need not resolve (yet)
+    CHECK(parse_error(kEntry) == "no error");
     CHECK_THROWS_AS(load_registry("/nonexistent/registry.txt"), InputError);
 }
 
-TEST_CASE("registry: every fix patch resolves and removes its finding from each witness", "[registry][patch]") {
+TEST_CASE("registry: every modelled fix removes its finding from each witness", "[registry][patch]") {
     int checked = 0;
     for (const KnownEntry& entry : builtin_registry().entries) {
-        if (entry.fix_patch.empty()) continue;
+        if (!entry.fix.modelled()) continue;
         for (const Witness& w : entry.witnesses) {
-            const std::string patched = w.variant + entry.fix_patch;
-            INFO(entry.id << ": " << w.trace << " under " << patched);
-            std::string error;
-            const auto variant = resolve_variant(patched, &error);
-            REQUIRE(variant);
+            INFO(entry.id << ": " << w.trace << " under " << w.variant << " with " << entry.fix.label());
+            const Variant variant = require_variant(w.variant);
+            const auto fixed = with_fix(variant, entry.fix);
+            REQUIRE(fixed);
             const Trace trace = parse_trace_file(kRepo + "/" + w.trace);
-            const RunResult without = run_trace(trace, require_variant(w.variant));
-            const RunResult with = run_trace(trace, *variant);
+            const RunResult without = run_trace(trace, variant);
+            const RunResult with = run_trace(trace, *fixed);
             CHECK(without.verdict != Verdict::pass);
-            CHECK(with.signature != without.signature);
+            const std::vector<std::string> stated = stated_causes(trace, w.variant);
+            if (stated.size() <= 1) {
+                CHECK(with.verdict == Verdict::pass);  // a witness has this one cause: its fix drains it
+            } else {
+                CHECK(with.signature != without.signature);  // the fix removes this cause; the next one shows
+                Variant all = variant;
+                for (const std::string& id : stated) all = *with_fix(all, builtin_registry().find(id)->fix);
+                CHECK(run_trace(trace, all).verdict == Verdict::pass);
+            }
             ++checked;
         }
     }
-    CHECK(checked >= 10);
-}
-
-TEST_CASE("registry: known_with holds when the patched run fails as another known entry", "[registry]") {
-    const Trace trace = load("corpus/findings/store_pin_cascade_hides_finished_load_behind_unadmittable_head.trace");
-    const auto entry = [](const std::string& id, const std::string& condition) {
-        return "finding " + id + "\n class upstream\n variants *\n signature liveness:requests_not_finished\n" +
-               " upstream known #1\n witness x.trace v0.30.0\n fix +p\n why t\n " + condition + "\n";
-    };
-    const std::string behind = entry("behind", "gone_with patch +pr57841");
-    const std::string hiding = entry("hiding", "known_with patch +pin_aware_preemption");
-    const Registry both = parse_registry(behind + hiding, "k.txt");
-    // +pr57841 alone leaves the cascade: `behind` does not match; behind the cascade it does
-    REQUIRE(classified(trace, "v0.30.0", both) == &both.entries[1]);
-    REQUIRE(classified(trace, "v0.30.0+pin_aware_preemption", both) == &both.entries[0]);
-    // nothing else known behind it, or the patch leaves nothing: no match
-    const Registry alone = parse_registry(hiding, "a.txt");
-    CHECK(classified(trace, "v0.30.0", alone) == nullptr);
-    const Registry drained = parse_registry(behind + entry("drained", "known_with patch +all_fixes"), "d.txt");
-    CHECK(classified(trace, "v0.30.0", drained) == nullptr);
-    CHECK(classified(trace, "v0.30.0")->id == "store_pin_cascade_hides_known_finding");
+    CHECK(checked >= 25);
 }

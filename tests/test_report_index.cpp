@@ -28,7 +28,7 @@ const std::string kCampaign = "run_id planted\nstarted 2026-01-01T00:00:00Z\ncom
 // A finding whose signature needs escaping, in a directory that holds only its trace.
 nlohmann::json hostile_line(const fs::path& dir) {
     return {{"artifact", "crash-x"}, {"variant", "v0.30.0"}, {"first", true}, {"status", "new"},
-            {"verdict", "crash"}, {"signature", "crash:<b>&\"x\""}, {"known_id", ""}, {"cause", "x"},
+            {"verdict", "crash"}, {"signature", "crash:<b>&\"x\""}, {"causes", nlohmann::json::array()}, {"cause", "x"},
             {"dir", dir.string()}, {"files", {{"trace", "trace"}, {"page", "page.html"}, {"explain", nullptr}}},
             {"repro", "kvsim run x"}, {"message", "m"}};
 }

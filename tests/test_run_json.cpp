@@ -109,6 +109,29 @@ TEST_CASE("run --json: a liveness trace", "[cli][json]") {
                               " finished but holding blocks");
 }
 
+TEST_CASE("run --json: the registry's cause set and the settings off upstream's defaults", "[cli][json][settings]") {
+    const CliResult r = run_kvsim("run " + kCorpus + "upstream/seed000_multiconnector_both.trace --variant v0.29.0 --json");
+    REQUIRE(r.exit_code == 2);
+    const json j = json::parse(r.out);
+    CHECK(j["registry"]["outcome"] == "known");
+    REQUIRE(j["registry"]["causes"].size() == 1);
+    CHECK(j["registry"]["causes"][0]["id"] == "seed000_pending_load_save");
+    CHECK(j["registry"]["causes"][0]["fix"] == "+pr54643");
+    std::vector<std::string> setting_keys;
+    for (const json& d : j["settings"]) {
+        if (d["group"] == "setting") setting_keys.push_back(d["key"]);
+        if (d["group"] == "setting") CHECK_FALSE(d["source"].get<std::string>().empty());
+        if (d["group"] == "sizing") CHECK(d["key"].get<std::string>().starts_with("engine."));
+    }
+    // kv_both children of a kv_both MultiConnector are no documented deployment; async scheduling is off
+    CHECK(setting_keys == std::vector<std::string>{"stack", "engine.async_scheduling"});
+    // the documented prefiller at upstream's defaults: no setting differs
+    const CliResult d = run_kvsim("run " + kCorpus + "findings/inflight_write_producer_store_load.trace --json");
+    const json dj = json::parse(d.out);
+    for (const json& s : dj["settings"]) CHECK((s["group"] == "sizing" || s["group"] == "environment"));
+    CHECK(dj["registry"]["causes"][0]["id"] == "inflight_write_producer_store_load");
+}
+
 TEST_CASE("run --log-format jsonl: one object per event, the text log's fields", "[cli][json]") {
     const std::string trace = kCorpus + "upstream/seed000_multiconnector_both.trace";
     const CliResult text = run_kvsim("run " + trace + " --variant v0.29.0");
@@ -118,7 +141,9 @@ TEST_CASE("run --log-format jsonl: one object per event, the text log's fields",
     const auto last_line = [](const std::string& s) { return s.substr(s.rfind('\n', s.size() - 2) + 1); };
     CHECK(last_line(jsonl.out) == last_line(text.out));
     const std::vector<json> events = jsonl_of(jsonl.out.substr(0, jsonl.out.size() - last_line(jsonl.out).size()));
-    const auto text_lines = std::count(text.out.begin(), text.out.end(), '\n') - 1;
+    // every line of the text log but the verdict line and the registry's classification line before it
+    const auto text_lines = std::count(text.out.begin(), text.out.end(), '\n') - 2;
+    REQUIRE_THAT(text.out, Catch::Contains("\nregistry: known: seed000_pending_load_save (fix +pr54643)\n"));
     REQUIRE(static_cast<long>(events.size()) == text_lines);
 
     const json& arrive = events.front();

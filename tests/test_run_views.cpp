@@ -123,9 +123,25 @@ TEST_CASE("kvsim explain names the request and blocks of each corpus finding", "
         if (!f.request.empty()) CHECK_THAT(r.out, Catch::Contains("request " + f.request));
         if (!f.blocks.empty()) CHECK_THAT(r.out, Catch::Contains("blocks " + format_blocks(f.blocks)));
         CHECK_THAT(r.out, Catch::Contains("repro: kvsim run " + path + " --variant " + l.variant_name));
-        const auto lines = std::count(r.out.begin(), r.out.end(), '\n');
-        CHECK(lines <= 30);
+        // the story in at most 30 lines, then the settings block: its header, one line per setting that
+        // differs from upstream's defaults, sizing and environment
+        const std::size_t settings = r.out.find("settings that differ from upstream's defaults under ");
+        REQUIRE(settings != std::string::npos);
+        const std::string story = r.out.substr(0, settings), block = r.out.substr(settings);
+        CHECK(std::count(story.begin(), story.end(), '\n') <= 30);
+        CHECK(std::count(block.begin(), block.end(), '\n') <= 14);
     }
+}
+
+TEST_CASE("kvsim explain lists the settings that differ from upstream's defaults, with their source", "[views][explain][settings]") {
+    const auto r = run_kvsim("explain " + std::string(KVSIM_SOURCE_DIR) +
+                             "/corpus/upstream/seed000_multiconnector_both.trace --variant v0.29.0");
+    REQUIRE(r.exit_code == 2);
+    CHECK_THAT(r.out, Catch::Contains("\nsettings that differ from upstream's defaults under v0.29.0:\n"
+                                      "  stack=multi(kv_both)[p2p(kv_both), store(kv_both)] (upstream "));
+    CHECK_THAT(r.out, Catch::Contains("\n  engine.async_scheduling=off (upstream on) -- vllm/config/vllm.py "));
+    CHECK_THAT(r.out, Catch::Contains("\ndeployment sizing: engine.block_size=16, "));
+    CHECK_THAT(r.out, Catch::Contains("\nenvironment: workers.ranks="));
 }
 
 TEST_CASE("the causal slice of seed 000's crash starts at r1's arrival and ends at the assertion", "[views][explain]") {

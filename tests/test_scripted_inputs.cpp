@@ -25,7 +25,7 @@ std::string error_of(const std::string& text) {
 }
 
 const std::string kMockHead =
-    "kvsim-trace 1\nengine block_size=16 num_blocks=64\nconnector mock role=kv_consumer matched=32 async=on defer=2\n"
+    "kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008\nconnector mock role=kv_consumer matched=32 async=on defer=2\n"
     "segment s len=64\n@0 arrive r1 prompt=s max_tokens=2\n";  // lines 1-5
 
 // The events of category `category` logged at `step`.
@@ -108,15 +108,19 @@ TEST_CASE("scripted inputs: bad input names file, line and field", "[trace][scri
     CHECK(error_of(kMockHead + "@1 fault load_fail request=r1\n") ==
           "t.trace:6: event.kind: fault load_fail does not apply to the mock connector; script it with report "
           "failed_recving or invalid_blocks");
-    const std::string no_mock = "kvsim-trace 1\nengine block_size=16 num_blocks=64\nsegment s len=8\n";
+    const std::string no_mock = "kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008\nsegment s len=8\n";
     CHECK(error_of(no_mock + "@0 arrive r1 prompt=s max_tokens=2 external=4\n") ==
           "t.trace:4: event.external: external needs a connector of kind mock");
     CHECK(error_of(no_mock + "@0 arrive r1 prompt=s max_tokens=2\n@1 report finished_sending r1\n") ==
           "t.trace:5: event.kind: report needs a connector");
-    CHECK(error_of("kvsim-trace 1\nengine block_size=16 num_blocks=64\nconnector mock role=kv_consumer\n"
-                   "connector store role=kv_both\n")
-              .starts_with("t.trace:4: connector.kind: mock cannot be combined with other connectors"));
-    CHECK(error_of("kvsim-trace 1\nengine block_size=16 num_blocks=64\nconnector store role=kv_both matched=3\n") ==
+    CHECK(error_of("kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008\nconnector mock role=kv_consumer\n"
+                   "connector stand_in role=kv_both\n")
+              .starts_with("t.trace:4: connector.kind: stand_in cannot be combined with other connectors"));
+    // upstream's MultiConnector takes any connector, its test MockKVConnector included
+    CHECK(error_of("kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008\nmulti role=kv_both\n"
+                   "connector mock role=kv_consumer\nconnector store role=kv_both\n")
+              .empty());
+    CHECK(error_of("kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008\nconnector store role=kv_both matched=3\n") ==
           "t.trace:3: connector.matched: applies to connector kind mock only");
 }
 
@@ -151,7 +155,7 @@ TEST_CASE("mock connector: sync, async and deferred answers", "[connector][mock]
 
 TEST_CASE("scripted report: finished_recving drives the same state change as a drawn delay", "[engine][scripted]") {
     const std::string head =
-        "kvsim-trace 1\nengine block_size=16 num_blocks=64 async_scheduling=off\nrun max_steps=40 variant=v0.30.0\n"
+        "kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008 async_scheduling=off\nrun max_steps=40 variant=v0.30.0\n"
         "connector mock role=kv_consumer matched=32 async=on\nworkers load_delay_min=2 load_delay_max=2\n"
         "segment s len=64\n@0 arrive r1 prompt=s max_tokens=2\n";
     const Trace drawn = parse_trace(head, "drawn.trace");
@@ -175,7 +179,7 @@ TEST_CASE("scripted report: finished_recving drives the same state change as a d
 
 TEST_CASE("scripted report: invalid_blocks by index rewinds the request", "[engine][scripted]") {
     const Trace t = parse_trace(
-        "kvsim-trace 1\nengine block_size=16 num_blocks=64 kv_load_failure_policy=recompute\n"
+        "kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008 kv_load_failure_policy=recompute\n"
         "run max_steps=40 variant=v0.30.0\n"
         "connector mock role=kv_consumer matched=32 async=on\nsegment s len=64\n@0 arrive r1 prompt=s max_tokens=2\n"
         "@1 report finished_recving r1\n@1 report invalid_blocks r1 index=1\n",
@@ -199,7 +203,7 @@ TEST_CASE("scripted report: invalid_blocks by index rewinds the request", "[engi
 
 TEST_CASE("stop: the request samples EOS and finishes FINISHED_STOPPED", "[engine][scripted]") {
     const Trace t = parse_trace(
-        "kvsim-trace 1\nengine block_size=16 num_blocks=64 async_scheduling=off\nrun max_steps=40 variant=v0.30.0\n"
+        "kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008 async_scheduling=off\nrun max_steps=40 variant=v0.30.0\n"
         "segment s len=20\n@0 arrive r1 prompt=s max_tokens=10\n@0 stop r1\n@2 arrive r1 prompt=s max_tokens=5\n",
         "t.trace");
     Engine engine(t, require_variant("v0.30.0"));
@@ -217,7 +221,7 @@ TEST_CASE("stop: the request samples EOS and finishes FINISHED_STOPPED", "[engin
 
 TEST_CASE("reset_prefix_cache: fails while blocks are in use, clears the cache when idle", "[engine][scripted]") {
     const Trace t = parse_trace(
-        "kvsim-trace 1\nengine block_size=16 num_blocks=64\nrun max_steps=40 variant=v0.30.0\n"
+        "kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008\nrun max_steps=40 variant=v0.30.0\n"
         "segment s len=40\n@0 arrive r1 prompt=s max_tokens=2\n@1 reset_prefix_cache\n@3 reset_prefix_cache\n",
         "t.trace");
     Engine engine(t, require_variant("v0.30.0"));
@@ -234,7 +238,7 @@ TEST_CASE("reset_prefix_cache: fails while blocks are in use, clears the cache w
 
 TEST_CASE("id reuse: an arrival whose id is still alive is skipped", "[engine][scripted]") {
     const Trace t = parse_trace(
-        "kvsim-trace 1\nengine block_size=16 num_blocks=64\nrun max_steps=40 variant=v0.30.0\n"
+        "kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008\nrun max_steps=40 variant=v0.30.0\n"
         "connector mock role=kv_consumer matched=16 async=on\nsegment s len=40\n"
         "@0 arrive r1 prompt=s max_tokens=2\n@1 abort r1\n@1 arrive r1 prompt=s max_tokens=2\n",
         "t.trace");
@@ -266,7 +270,7 @@ namespace kvsim {
 
 TEST_CASE("scripted report: store_done completes one rank's copy at the scripted step", "[engine][scripted]") {
     const std::string head =
-        "kvsim-trace 1\nengine block_size=16 num_blocks=64\nrun max_steps=40 variant=v0.30.0\n"
+        "kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008\nrun max_steps=40 variant=v0.30.0\n"
         "connector store role=kv_both\nworkers ranks=2\nsegment s len=40\n@0 arrive r1 prompt=s max_tokens=2\n";
     const Trace t = parse_trace(head + "@1 report store_done r1 rank=0\n@3 report store_done r1 rank=1\n", "t.trace");
     const RunResult r = run_trace(t, require_variant("v0.30.0"));

@@ -19,7 +19,7 @@ namespace {
 
 const std::string kScenario =
     "kvsim-trace 1\n"
-    "engine block_size=16 num_blocks=64\n"
+    "engine block_size=16 num_blocks=64 max_model_len=1008\n"
     "run max_steps=100 variant=v0.30.0\n"
     "segment p len=10\n"
     "segment q len=20\n"
@@ -100,8 +100,8 @@ TEST_CASE("upstream values pass and a planted wrong value is the verdict mismatc
     CHECK(bad.findings[1].fact_text("got") == "21");
     CHECK(exit_code::of(bad.verdict) == 5);
     const Trace trace = parse_trace(kScenario + "@0 check pool free=1\n", "t.trace");
-    CHECK(classify(builtin_registry(), trace, require_variant("v0.30.0"), run_trace(trace, require_variant("v0.30.0"))) ==
-          nullptr);
+    CHECK(classify(builtin_registry(), trace, require_variant("v0.30.0"), run_trace(trace, require_variant("v0.30.0")))
+              .outcome == Outcome::none);
 }
 
 TEST_CASE("batch checks read the step's batch under async scheduling too", "[step_checks][async]") {

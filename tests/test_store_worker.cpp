@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/common/upstream_assertion.h"
 #include "sim/connector/mooncake/store/worker.h"
 #include "sim/connector/stand_in_connector.h"
 #include "store_fixture.h"
@@ -42,12 +43,13 @@ struct RecordingObserver : WorkerObserver {
 
 struct WorkerFixture {
     explicit WorkerFixture(const std::string& variant_name = "v0.29.0", int ranks = 1, KvRole role = KvRole::kv_both,
-                           bool load_async = true)
+                           bool load_async = true, bool enable_lookup = true)
         : v(require_variant(variant_name)), prng(7) {
         engine.block_size = 16;
         spec.kind = "store";
         spec.role = role;
         spec.load_async = load_async;
+        spec.enable_lookup = enable_lookup;
         env.config.ranks = ranks;
         env.prng = &prng;
         env.faults = &faults;
@@ -210,17 +212,33 @@ TEST_CASE("store worker: a failed async load reports its blocks invalid and stil
     CHECK(out.invalid_block_ids == std::set<BlockId>{4, 5});
 }
 
-TEST_CASE("store worker: a sync load lands at execute and is never reported as received", "[store]") {
+TEST_CASE("store worker: a sync load asserts, as upstream's worker does on every step", "[store]") {
     WorkerFixture f("v0.29.0", 1, KvRole::kv_both, false);
+    CHECK_THROWS_AS(f.execute(0, {f.load("req-1", 0, 32, {4, 5, 6})}), UpstreamAssertion);
+    // a kv_consumer that neither looks up nor saves decode blocks returns before the assertion
+    WorkerFixture capacity("v0.29.0", 1, KvRole::kv_consumer, false, false);
+    CHECK_NOTHROW(capacity.execute(0, {}));
+}
+
+TEST_CASE("store worker, downstream hotfix: a sync load lands at execute and a failed one raises", "[store]") {
+    WorkerFixture f("v0.29.0+sync_store_load_hotfix", 1, KvRole::kv_both, false);
     f.execute(0, {f.load("req-1", 0, 32, {4, 5, 6})});
     CHECK(f.observer.events == Events{"load req-1 [4,5] store"});
     CHECK(f.worker->get_finished(0, {}).empty());
-
     f.fault(FaultKind::load_fail, 0, 0, "req-2");
-    f.execute(1, {f.load("req-2", 16, 48, {7, 8, 9})});
-    KVConnectorOutput out = f.worker->get_finished(1, {});
-    CHECK(out.finished_recving.empty());
-    CHECK(out.invalid_block_ids == std::set<BlockId>{8, 9});
+    try {
+        f.execute(1, {f.load("req-2", 16, 48, {7, 8, 9})});
+        FAIL("a failed synchronous load under the hotfix did not raise");
+    } catch (const UpstreamAssertion& a) {
+        CHECK(a.id() == "sync_store_load_failed");
+        CHECK_THAT(a.what(), Catch::StartsWith("RuntimeError: Mooncake synchronous SSD load did not complete safely"));
+    }
+}
+
+TEST_CASE("store worker, downstream hotfix: an async load completes in the step that issues it", "[store]") {
+    WorkerFixture f("v0.29.0+sync_store_load_hotfix");
+    f.execute(0, {f.load("req-1", 0, 32, {4, 5, 6})});
+    CHECK(f.worker->get_finished(0, {}).finished_recving == std::set<std::string>{"req-1"});
 }
 
 TEST_CASE("store worker: a kv_consumer without save_decode_cache has no send thread", "[store]") {

@@ -9,6 +9,7 @@
 
 #include "fuzz/swarm/swarm.h"
 #include "properties/harness/run_trace.h"
+#include "sim/trace/config_rules.h"
 #include "sim/trace/input_error.h"
 #include "sim/trace/trace_parser.h"
 #include "sim/trace/trace_printer.h"
@@ -105,26 +106,26 @@ TEST_CASE("the reproduction contract: seed 2 always gives this trace", "[swarm]"
     // library, the generator depends on something besides its Prng: that is a bug.
     const std::string expected =
         "kvsim-trace 1\n"
-        "engine block_size=8 num_blocks=4 max_batched_tokens=2048 max_running=2 max_model_len=23 chunked_prefill=on "
-        "prefix_caching=on long_prefill_threshold=0 reserve_full_isl=on async_scheduling=on\n"
-        "run seed=2 max_steps=480\n"
+        "engine block_size=4 num_blocks=6 max_batched_tokens=2048 max_running=2 max_model_len=20 chunked_prefill=on prefix_caching=on long_prefill_threshold=0 reserve_full_isl=on async_scheduling=off\n"
+        "run seed=2 max_steps=870\n"
+        "multi role=kv_producer\n"
         "connector p2p role=kv_consumer\n"
-        "connector store role=kv_consumer load_async=off lookup_async=off enable_lookup=on save_decode_cache=off\n"
-        "workers ranks=4 store_delay_min=0 store_delay_max=1 load_delay_min=1 load_delay_max=5 pull_delay=0\n"
-        "segment p0 len=8\n"
-        "segment p1 len=15\n"
-        "segment q1 len=7\n"
-        "segment q2 len=6\n"
-        "segment q3 len=12\n"
-        "store prefix=p0\n"
-        "store prefix=p1\n"
-        "@0 arrive r1 prompt=q1 max_tokens=1 remote_prefill=on\n"
-        "@0 arrive r2 prompt=p0+q2 max_tokens=1\n"
-        "@0 arrive r3 prompt=q3 max_tokens=1\n"
-        "@1 fault load_fail request=r1\n"
-        "@1 fault load_fail request=r3\n"
-        "@1 abort r3\n"
-        "@16 abort r2\n";
+        "connector store role=kv_consumer load_async=on lookup_async=off enable_lookup=on save_decode_cache=off\n"
+        "workers ranks=4 store_delay_min=3 store_delay_max=3 load_delay_min=0 load_delay_max=4 pull_delay=5\n"
+        "segment q1 len=12\n"
+        "segment q2 len=8\n"
+        "segment q3 len=5\n"
+        "segment q4 len=6\n"
+        "@0 arrive r1 prompt=q1 max_tokens=8 remote_prefill=on\n"
+        "@0 fault store_delay rank=3 steps=1\n"
+        "@1 fault lookup_pending steps=5 request=r1\n"
+        "@2 arrive r2 prompt=q2 max_tokens=10\n"
+        "@2 arrive r3 prompt=q3 max_tokens=5 remote_prefill=on\n"
+        "@2 fault lookup_pending steps=4 request=r2\n"
+        "@2 fault lookup_pending steps=2 request=r3\n"
+        "@4 arrive r4 prompt=q4 max_tokens=4 remote_prefill=on\n"
+        "@4 fault lookup_pending steps=6 request=r4\n"
+        "@6 fault store_delay rank=2 steps=5\n";
     REQUIRE(print_trace(trace_for_seed(2, {})) == expected);
 }
 
@@ -183,11 +184,21 @@ TEST_CASE("the knobs vary: stacks - roles - engine options - events - faults", "
             roles.insert(std::string(to_string(c.role)));
             if (c.kind == "store") {
                 seen["save_decode_cache"] += c.save_decode_cache;
-                seen["load_sync"] += !c.load_async;
+                seen["load_sync"] += !c.load_async;  // upstream's store worker asserts load_async: never
                 seen["lookup_async"] += c.lookup_async;
             }
         }
         stacks.insert(stack);
+        if (t.multi) roles.insert("multi:" + std::string(to_string(t.multi->role)));
+        seen["load_in_step"] += t.workers.load_delay_min == 0;
+        seen["load_always_in_step"] += t.workers.load_delay_max == 0;
+        seen["store_job_in_step"] += t.workers.store_delay_min == 0;
+        seen["pull_in_step"] += t.workers.pull_delay == 0;
+        for (const char* v : {"v0.27.1", "v0.29.0", "v0.30.0", "v0.30.0+all_fixes"}) {
+            const auto rejection = upstream_rejects(t, require_variant(v));
+            INFO("seed " << seed << " under " << v << ": " << (rejection ? rejection->message() : ""));
+            REQUIRE_FALSE(rejection.has_value());
+        }
         block_sizes.insert(t.engine.block_size);
         seen["chunked_off"] += !t.engine.chunked_prefill;
         seen["caching_off"] += !t.engine.prefix_caching;
@@ -209,12 +220,20 @@ TEST_CASE("the knobs vary: stacks - roles - engine options - events - faults", "
         }
     }
     REQUIRE(stacks == std::set<std::string>{"store", "p2p", "p2p+store", "store+p2p"});
-    REQUIRE(roles == std::set<std::string>{"kv_consumer", "kv_both", "kv_producer"});
+    REQUIRE(roles == std::set<std::string>{"kv_consumer", "kv_both", "kv_producer", "multi:kv_consumer", "multi:kv_both",
+                                           "multi:kv_producer"});
+    REQUIRE(seen["load_sync"] == 0);
+    // transfers that land within their own step are drawn at a real rate, not by accident
+    for (const char* knob : {"load_in_step", "store_job_in_step", "pull_in_step"}) {
+        INFO(knob << ": " << seen[knob] << " of " << kSeeds);
+        REQUIRE(seen[knob] * 4 >= static_cast<int>(kSeeds));
+    }
+    REQUIRE(seen["load_always_in_step"] * 10 >= static_cast<int>(kSeeds));
     REQUIRE(block_sizes == std::set<int>{4, 8, 16});
     REQUIRE(faults == std::set<FaultKind>{FaultKind::store_delay, FaultKind::store_fail, FaultKind::load_fail,
                                           FaultKind::lookup_pending});
     REQUIRE(faults_late == 0);  // faults stay in the early window: a liveness phase follows
-    for (const char* knob : {"save_decode_cache", "load_sync", "lookup_async", "chunked_off", "caching_off",
+    for (const char* knob : {"save_decode_cache", "lookup_async", "chunked_off", "caching_off",
                              "ranks>1", "store_lines", "shared_prefix", "remote_prefill", "remote_decode",
                              "late_arrival", "abort"}) {
         INFO(knob);

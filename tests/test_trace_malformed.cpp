@@ -25,7 +25,7 @@ std::string error_of(std::string_view text) {
     return "";
 }
 
-const std::string kHead = "kvsim-trace 1\nengine block_size=16 num_blocks=64\n";  // lines 1-2
+const std::string kHead = "kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008\n";  // lines 1-2
 const std::string kBody = kHead + "segment s len=8\n@0 arrive r1 prompt=s max_tokens=2\n";  // lines 3-4
 
 struct Case {
@@ -48,9 +48,9 @@ TEST_CASE("malformed: the baseline used by the cases parses", "[trace][malformed
 
 TEST_CASE("malformed: header", "[trace][malformed]") {
     check_cases({
-        {"missing header", "engine block_size=16 num_blocks=64\n",
+        {"missing header", "engine block_size=16 num_blocks=64 max_model_len=1008\n",
          "t.trace:1: header: expected 'kvsim-trace 1' as the first line, got 'engine'"},
-        {"header after comments", "# c\n\n  # d\nengine block_size=16 num_blocks=64\n",
+        {"header after comments", "# c\n\n  # d\nengine block_size=16 num_blocks=64 max_model_len=1008\n",
          "t.trace:4: header: expected 'kvsim-trace 1' as the first line, got 'engine'"},
         {"empty file", "", "t.trace:1: header: expected 'kvsim-trace 1', found the end of the file"},
         {"comments only", "# a\n# b\n", "t.trace:2: header: expected 'kvsim-trace 1', found the end of the file"},
@@ -61,7 +61,7 @@ TEST_CASE("malformed: header", "[trace][malformed]") {
         {"extra header argument", "kvsim-trace 1 x\n", "t.trace:1: header: unexpected argument 'x'"},
         {"second header", kHead + "kvsim-trace 1\n", "t.trace:3: header: second header line (first on line 1)"},
         {"missing engine", "kvsim-trace 1\nrun seed=1\n", "t.trace:1: engine: missing engine line (required once)"},
-        {"duplicate engine", kHead + "engine block_size=16 num_blocks=64\n",
+        {"duplicate engine", kHead + "engine block_size=16 num_blocks=64 max_model_len=1008\n",
          "t.trace:3: engine: duplicate engine line (first on line 2)"},
         {"duplicate run", kHead + "run\nrun seed=2\n", "t.trace:4: run: duplicate run line (first on line 3)"},
     });
@@ -70,9 +70,9 @@ TEST_CASE("malformed: header", "[trace][malformed]") {
 TEST_CASE("malformed: keywords and keys", "[trace][malformed]") {
     check_cases({
         {"unknown keyword", kHead + "frobnicate x=1\n",
-         "t.trace:3: keyword: unknown keyword 'frobnicate' (expected engine, run, connector, workers, segment, "
-         "store, expect or @STEP)"},
-        {"unknown key", "kvsim-trace 1\nengine block_size=16 num_blocks=64 blocksize=3\n",
+         "t.trace:3: keyword: unknown keyword 'frobnicate' (expected engine, run, multi, connector, workers, "
+         "segment, store, expect or @STEP)"},
+        {"unknown key", "kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008 blocksize=3\n",
          "t.trace:2: engine: unknown key 'blocksize' (keys: block_size, num_blocks, max_batched_tokens, "
          "max_running, max_model_len, chunked_prefill, prefix_caching, long_prefill_threshold, reserve_full_isl, "
          "kv_load_failure_policy, async_scheduling)"},
@@ -81,7 +81,7 @@ TEST_CASE("malformed: keywords and keys", "[trace][malformed]") {
          "max_model_len, chunked_prefill, prefix_caching, long_prefill_threshold, reserve_full_isl, "
          "kv_load_failure_policy, async_scheduling)"},
         {"positional as key", kHead + "segment name=s len=3\n", "t.trace:3: segment.name: missing required argument"},
-        {"duplicate key", "kvsim-trace 1\nengine block_size=16 num_blocks=64 block_size=32\n",
+        {"duplicate key", "kvsim-trace 1\nengine block_size=16 num_blocks=64 block_size=32 max_model_len=2016\n",
          "t.trace:2: engine.block_size: duplicate key"},
         {"unexpected argument", "kvsim-trace 1\nengine fast block_size=16 num_blocks=64\n",
          "t.trace:2: engine: unexpected argument 'fast'"},
@@ -115,20 +115,15 @@ TEST_CASE("malformed: integers and booleans", "[trace][malformed]") {
          "t.trace:3: run.seed: value 18446744073709551616 above maximum 18446744073709551615"},
         {"enormous number", e + std::string(3000, '9') + "\n",
          "t.trace:2: engine.block_size: value " + std::string(40, '9') + "... above maximum 1024"},
-        {"num_blocks minimum", "kvsim-trace 1\nengine block_size=16 num_blocks=1\n",
+        {"num_blocks minimum", "kvsim-trace 1\nengine block_size=16 num_blocks=1 max_model_len=0\n",
          "t.trace:2: engine.num_blocks: value 1 below minimum 2"},
         {"max_steps zero", kHead + "run max_steps=0\n", "t.trace:3: run.max_steps: value 0 below minimum 1"},
         {"load_delay too big", kHead + "connector stand_in role=kv_both load_delay=10001\n",
          "t.trace:3: connector.load_delay: value 10001 above maximum 10000"},
-        {"bad bool", "kvsim-trace 1\nengine block_size=16 num_blocks=64 chunked_prefill=yes\n",
+        {"bad bool", "kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008 chunked_prefill=yes\n",
          "t.trace:2: engine.chunked_prefill: expected on or off, got 'yes'"},
-        {"bool is not 1", "kvsim-trace 1\nengine block_size=16 num_blocks=64 prefix_caching=1\n",
+        {"bool is not 1", "kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008 prefix_caching=1\n",
          "t.trace:2: engine.prefix_caching: expected on or off, got '1'"},
-        {"chunked prefill off needs a budget",
-         "kvsim-trace 1\nengine block_size=16 num_blocks=64 chunked_prefill=off max_batched_tokens=100 "
-         "max_model_len=200\n",
-         "t.trace:2: engine.max_batched_tokens: chunked_prefill=off needs max_batched_tokens >= max_model_len "
-         "(100 < 200)"},
     });
 }
 
@@ -225,12 +220,25 @@ TEST_CASE("malformed: connector kinds and their keys", "[trace][malformed]") {
          "t.trace:4: connector.kind: second connector of kind stand_in (first on line 3)"},
         {"stand_in after p2p", kHead + "connector p2p role=kv_both\nconnector stand_in role=kv_consumer\n",
          "t.trace:4: connector.kind: stand_in cannot be combined with other connectors (lines 3 and 4); "
-         "MultiConnector children are p2p or store"},
+         "MultiConnector children are p2p, store or mock"},
         {"store after stand_in", kHead + "connector stand_in role=kv_consumer\nconnector store role=kv_both\n",
          "t.trace:4: connector.kind: stand_in cannot be combined with other connectors (lines 3 and 4); "
-         "MultiConnector children are p2p or store"},
+         "MultiConnector children are p2p, store or mock"},
+        {"multi without role", kHead + "multi\nconnector p2p role=kv_both\nconnector store role=kv_both\n",
+         "t.trace:3: multi.role: missing required key"},
+        {"multi role outside its set", kHead + "multi role=kv_all\nconnector p2p role=kv_both\n",
+         "t.trace:3: multi.role: expected one of kv_consumer, kv_producer, kv_both, got 'kv_all'"},
+        {"two multi lines", kHead + "multi role=kv_both\nmulti role=kv_consumer\n",
+         "t.trace:4: multi: duplicate multi line (first on line 3)"},
+        {"multi without a connector", kHead + "multi role=kv_both\n",
+         "t.trace:3: multi: a multi line needs at least one connector line"},
+        {"multi over stand_in", kHead + "multi role=kv_both\nconnector stand_in role=kv_consumer\n",
+         "t.trace:3: multi: stand_in cannot be a MultiConnector child (children are p2p, store or mock)"},
     });
+    // several connector lines without a multi line parse: upstream refuses them (rule kv_role_required)
     CHECK(error_of(kHead + "connector store role=kv_both\nconnector p2p role=kv_both\n").empty());
+    CHECK(error_of(kHead + "multi role=kv_producer\nconnector mock role=kv_both matched=8\nconnector p2p role=kv_producer\n")
+              .empty());
 }
 
 TEST_CASE("malformed: workers", "[trace][malformed]") {
@@ -360,7 +368,7 @@ TEST_CASE("malformed: variants and expectations", "[trace][malformed]") {
         {"variant charset", kHead + "run variant=v0.30.0/x\n",
          "t.trace:3: run.variant: expected a variant name such as v0.30.0 or v0.29.0+pr55066, got 'v0.30.0/x'"},
         {"unknown verdict", kHead + "expect v0.30.0 ok\n",
-         "t.trace:3: expect.verdict: expected one of pass, violation, crash, liveness, nondeterminism, mismatch, got 'ok'"},
+         "t.trace:3: expect.verdict: expected one of pass, violation, crash, liveness, nondeterminism, mismatch, rejected, got 'ok'"},
         {"missing verdict", kHead + "expect v0.30.0\n", "t.trace:3: expect.verdict: missing required argument"},
         {"duplicate expect", kHead + "expect v0.30.0 pass\nexpect v0.30.0 crash\n",
          "t.trace:4: expect.variant: duplicate expect for variant 'v0.30.0' (first on line 3)"},
@@ -384,8 +392,8 @@ TEST_CASE("malformed: long lines / control bytes and binary garbage", "[trace][m
         {"high bytes", "\xff\xfe\xfd garbage\n",
          "t.trace:1: header: expected 'kvsim-trace 1' as the first line, got '\\xff\\xfe\\xfd'"},
         {"high bytes as keyword", kHead + "\xc3\xa9vent x\n",
-         "t.trace:3: keyword: unknown keyword '\\xc3\\xa9vent' (expected engine, run, connector, workers, "
-         "segment, store, expect or @STEP)"},
+         "t.trace:3: keyword: unknown keyword '\\xc3\\xa9vent' (expected engine, run, multi, connector, "
+         "workers, segment, store, expect or @STEP)"},
     });
     CHECK(error_of(kHead + "# " + std::string(4094, 'x') + "\r\n").empty());  // 4096 bytes + CR is fine
 }

@@ -32,8 +32,9 @@ expect v0.30.0 pass
 
 // The disaggregated / store side: p2p and store connectors, workers, store lines, faults.
 const char* const kStoreTrace = R"(kvsim-trace 1
-engine block_size=16 num_blocks=64
+engine block_size=16 num_blocks=64 max_model_len=1008
 run max_steps=100
+multi role=kv_both
 connector p2p role=kv_both
 connector store role=kv_both load_async=off lookup_async=on enable_lookup=off save_decode_cache=on
 workers ranks=4 store_delay_min=2 store_delay_max=5 load_delay_min=0 load_delay_max=3 pull_delay=7
@@ -162,10 +163,10 @@ TEST_CASE("parse: connectors of each kind, workers, store lines and faults land"
     CHECK(std::get<FaultEvent>(t.events[5].body) ==
           FaultEvent{.kind = FaultKind::lookup_pending, .steps = 4, .request_id = "r1"});
     CHECK(t.events[5].step == 2);
-    CHECK(t.events[5].line == 16);
+    CHECK(t.events[5].line == 17);
 
     // The store keys default as trace.h says; a store connector alone is valid.
-    const Trace d = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=9\nconnector store role=kv_consumer\n",
+    const Trace d = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=9 max_model_len=32\nconnector store role=kv_consumer\n",
                                 "t.trace");
     CHECK(d.connectors.at(0).load_async);
     CHECK_FALSE(d.connectors.at(0).lookup_async);
@@ -175,10 +176,11 @@ TEST_CASE("parse: connectors of each kind, workers, store lines and faults land"
 }
 
 TEST_CASE("parse: omitted keys take the struct defaults", "[trace][parser]") {
-    const Trace t = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=9\n", "t.trace");
+    const Trace t = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=9 max_model_len=32\n", "t.trace");
     EngineConfig expected;
     expected.block_size = 4;
     expected.num_blocks = 9;
+    expected.max_model_len = 32;
     CHECK(t.engine == expected);
     CHECK(t.run == RunConfig{});
     CHECK(t.run.variant.empty());
@@ -189,7 +191,7 @@ TEST_CASE("parse: omitted keys take the struct defaults", "[trace][parser]") {
     CHECK(t.expectations.empty());
     CHECK(t.events.empty());
 
-    const Trace u = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=9\nrun\n", "t.trace");
+    const Trace u = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=9 max_model_len=32\nrun\n", "t.trace");
     CHECK(u.run == RunConfig{});
 }
 
@@ -207,7 +209,7 @@ TEST_CASE("parse: comments / blank lines / tabs / CRLF / any line order", "[trac
         "\t\t\r\n"
         "expect v0.30.0 violation signature=a#b   # '#' inside a value is kept\r\n"
         "segment late len=5\r\n"
-        "engine   num_blocks=8\tblock_size=2   \r\n",
+        "engine   num_blocks=8\tblock_size=2 max_model_len=14   \r\n",
         "t.trace");
     CHECK(t.engine.block_size == 2);
     CHECK(t.engine.num_blocks == 8);
@@ -218,7 +220,7 @@ TEST_CASE("parse: comments / blank lines / tabs / CRLF / any line order", "[trac
     CHECK(t.events[0].line == 4);
     CHECK(t.segments.at(0).tokens.size() == 5);
     // A trace without a final newline parses too.
-    CHECK(parse_trace("kvsim-trace 1\nengine block_size=1 num_blocks=2", "t.trace").engine.num_blocks == 2);
+    CHECK(parse_trace("kvsim-trace 1\nengine block_size=1 num_blocks=2 max_model_len=2", "t.trace").engine.num_blocks == 2);
 }
 
 TEST_CASE("parse: boundary values are accepted", "[trace][parser]") {
@@ -303,7 +305,7 @@ TEST_CASE("roles and verdicts: to_string and parse agree with the schema choices
     for (auto c : role.choices) CHECK(parse_role(c).has_value());
     const auto& verdict = expect_schema().rows[1].spec;
     REQUIRE(verdict.name == "verdict");
-    CHECK(verdict.choices.size() == 6);
+    CHECK(verdict.choices.size() == 7);
     for (auto c : verdict.choices) CHECK(parse_verdict(c).has_value());
 }
 
@@ -410,9 +412,10 @@ TEST_CASE("the printer writes every key the tables declare / in table order", "[
     const Trace s = parse_trace(kStoreTrace, "t.trace");
     CHECK(print_trace(s) ==
           "kvsim-trace 1\n"
-          "engine block_size=16 num_blocks=64 max_batched_tokens=2048 max_running=16 max_model_len=4096 "
+          "engine block_size=16 num_blocks=64 max_batched_tokens=2048 max_running=16 max_model_len=1008 "
           "chunked_prefill=on prefix_caching=on long_prefill_threshold=0 reserve_full_isl=on\n"
           "run seed=1 max_steps=100\n"
+          "multi role=kv_both\n"
           "connector p2p role=kv_both\n"
           "connector store role=kv_both load_async=off lookup_async=on enable_lookup=off save_decode_cache=on\n"
           "workers ranks=4 store_delay_min=2 store_delay_max=5 load_delay_min=0 load_delay_max=3 pull_delay=7\n"
@@ -428,7 +431,7 @@ TEST_CASE("the printer writes every key the tables declare / in table order", "[
           "@2 fault lookup_pending steps=4 request=r1\n");
 
     // The workers line: always with a p2p or store connector, otherwise only when not default.
-    Trace w = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=9\nconnector p2p role=kv_both\n", "t.trace");
+    Trace w = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=9 max_model_len=32\nconnector p2p role=kv_both\n", "t.trace");
     CHECK(prints_workers(w));
     CHECK(print_trace(w).find("\nworkers ranks=1 store_delay_min=1 store_delay_max=1 load_delay_min=1 "
                               "load_delay_max=1 pull_delay=1\n") != std::string::npos);
@@ -550,7 +553,7 @@ TEST_CASE("parse_trace_file reads a file and names it in errors", "[trace][parse
     const auto good = (dir / "kvsim_test_trace_parser_good.trace").string();
     const auto bad = (dir / "kvsim_test_trace_parser_bad.trace").string();
     {
-        std::ofstream(good) << "kvsim-trace 1\nengine block_size=2 num_blocks=3\n";
+        std::ofstream(good) << "kvsim-trace 1\nengine block_size=2 num_blocks=3 max_model_len=4\n";
         std::ofstream(bad) << "kvsim-trace 1\nengine block_size=2\n";
     }
     CHECK(parse_trace_file(good).engine.num_blocks == 3);

@@ -71,11 +71,11 @@ TEST_CASE("round trip: a hand-written trace prints in canonical form", "[trace][
         "segment b len=2\n"
         "expect v0.29.0+pr55066 pass\n"
         "connector stand_in load_delay=0 role=kv_producer\n"
-        "engine num_blocks=10 block_size=8 prefix_caching=off\n",
+        "engine num_blocks=10 block_size=8 max_model_len=72 prefix_caching=off\n",
         "t.trace");
     CHECK(print_trace(t) ==
           "kvsim-trace 1\n"
-          "engine block_size=8 num_blocks=10 max_batched_tokens=2048 max_running=16 max_model_len=4096 "
+          "engine block_size=8 num_blocks=10 max_batched_tokens=2048 max_running=16 max_model_len=72 "
           "chunked_prefill=on prefix_caching=off long_prefill_threshold=0 reserve_full_isl=on\n"
           "run seed=1 max_steps=1000\n"
           "connector stand_in role=kv_producer load_delay=0\n"
@@ -129,6 +129,10 @@ Trace random_trace(Prng& rng) {
             connector(kConnectorP2p);
             break;
     }
+    // a MultiConnector's own role: mostly with two connectors, sometimes over one (a one-child MultiConnector)
+    if (!t.connectors.empty() && t.connectors.front().kind != kConnectorStandIn &&
+        (t.connectors.size() > 1 ? rng.chance(3, 4) : rng.chance(1, 4)))
+        t.multi = MultiConnectorSpec{.role = role()};
     const auto has = [&t](std::string_view kind) {
         return std::any_of(t.connectors.begin(), t.connectors.end(), [kind](const auto& c) { return c.kind == kind; });
     };
@@ -162,7 +166,8 @@ Trace random_trace(Prng& rng) {
     for (std::size_t i = 0; i < 3; ++i)
         if (rng.chance(1, 2))
             t.expectations.push_back({variants[i + 1], static_cast<Verdict>(rng.below(5)),
-                                      rng.chance(1, 2) ? "crash:x#" + std::to_string(i) : ""});
+                                      rng.chance(1, 2) ? "crash:x#" + std::to_string(i) : "",
+                                      rng.chance(1, 2) ? std::vector<std::string>{"a", "b.c"} : std::vector<std::string>{}});
     int step = 0;
     int arrivals = 0;
     const bool can_prefill = has(kConnectorP2p) || has(kConnectorStandIn);
@@ -241,16 +246,18 @@ TEST_CASE("round trip: a hand-written store / p2p trace prints in canonical form
         "@2 fault lookup_pending request=r1 steps=3\n"
         "@2 fault store_delay steps=2 rank=1\n"
         "workers pull_delay=4 ranks=2\n"
+        "multi role=kv_producer\n"
         "connector store save_decode_cache=on role=kv_producer\n"
         "connector p2p role=kv_both\n"
         "segment a tokens=3,2,1\n"
-        "engine num_blocks=10 block_size=8\n",
+        "engine num_blocks=10 block_size=8 max_model_len=72\n",
         "t.trace");
     CHECK(print_trace(t) ==
           "kvsim-trace 1\n"
-          "engine block_size=8 num_blocks=10 max_batched_tokens=2048 max_running=16 max_model_len=4096 "
+          "engine block_size=8 num_blocks=10 max_batched_tokens=2048 max_running=16 max_model_len=72 "
           "chunked_prefill=on prefix_caching=on long_prefill_threshold=0 reserve_full_isl=on\n"
           "run seed=1 max_steps=1000\n"
+          "multi role=kv_producer\n"
           "connector store role=kv_producer load_async=on lookup_async=off enable_lookup=on save_decode_cache=on\n"
           "connector p2p role=kv_both\n"
           "workers ranks=2 store_delay_min=1 store_delay_max=1 load_delay_min=1 load_delay_max=1 pull_delay=4\n"

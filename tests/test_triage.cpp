@@ -25,8 +25,9 @@ const std::string kRepo = KVSIM_SOURCE_DIR;
 const std::string kArtifactA = kvsim::testing::padded_seed000_trace("v0.30.0");
 
 const std::string kArtifactB = R"(kvsim-trace 1
-engine block_size=16 num_blocks=128 max_batched_tokens=512 max_running=8 max_model_len=2048
+engine block_size=16 num_blocks=128 max_batched_tokens=512 max_running=8 max_model_len=2032
 run seed=99 max_steps=500
+multi role=kv_both
 connector p2p role=kv_both
 connector store role=kv_both save_decode_cache=on
 workers ranks=4 store_delay_min=2 store_delay_max=2 load_delay_min=1 load_delay_max=3
@@ -45,7 +46,7 @@ store prefix=a
 // An entry for an unrelated signature: with it as the registry, seed 000's crash is NEW.
 const std::string kUnrelatedRegistry =
     "finding other\n class upstream\n variants *\n signature crash:recving_not_finished\n upstream not_reported\n"
-    " witness corpus/x.trace v0.30.0\n fix +nothing\n why a test\n";
+    " witness corpus/x.trace v0.30.0\n fix describe nothing\n why a test\n";
 
 const std::string& kPendingLookup = kvsim::testing::kPendingLookupLiveness;
 
@@ -149,10 +150,22 @@ TEST_CASE("triage files a known finding under its registry id, with its upstream
     const fs::path finding = box.dir / "findings" / "v0.29.0" / "seed000_pending_load_save";
     const auto meta = nlohmann::json::parse(slurp(finding / "triage.json"));
     REQUIRE(meta["status"] == "known");
-    REQUIRE(meta["known_id"] == "seed000_pending_load_save");
-    REQUIRE(meta["fix"] == "+pr54643");
-    REQUIRE(meta["upstream"]["references"][0] == "#54643");
-    REQUIRE_THAT(slurp(finding / "trace"), Catch::Contains("# registry: known finding seed000_pending_load_save"));
+    REQUIRE(meta["causes"] == nlohmann::json::array({"seed000_pending_load_save"}));
+    REQUIRE(meta["cause_entries"][0]["fix"] == "+pr54643");
+    REQUIRE(meta["cause_entries"][0]["upstream"]["references"][0] == "#54643");
+    // the settings of the minimal trace against upstream's defaults, as `kvsim run --json` has them
+    // (seed 000 needs none: the documented decoder, multi(kv_consumer)[p2p, store], at the defaults)
+    int sizing = 0;
+    for (const auto& d : meta["settings"]) {
+        CHECK(d["group"] != "setting");
+        if (d["group"] == "sizing" && d["key"] == "engine.block_size" && d["value"] == "16") ++sizing;
+    }
+    CHECK(sizing == 1);
+    const auto result = nlohmann::json::parse(slurp(finding / "result.json"));
+    CHECK(result["settings"] == meta["settings"]);
+    CHECK(result["registry"]["outcome"] == "known");
+    CHECK(result["registry"]["causes"][0]["id"] == "seed000_pending_load_save");
+    REQUIRE_THAT(slurp(finding / "trace"), Catch::Contains("# registry: known, causes seed000_pending_load_save"));
     const auto line = nlohmann::json::parse(first_line(slurp(summary)));
     REQUIRE(line["first"] == true);
     REQUIRE(line["status"] == "known");
@@ -212,7 +225,7 @@ TEST_CASE("triage writes the finding's HTML page and explain text beside its min
 
 TEST_CASE("triage keeps an artifact that does not replay to a finding under its own signature", "[triage]") {
     const Sandbox box("triage-unreproduced");
-    const auto passes = box.artifact("crash-passes", "kvsim-trace 1\nengine block_size=16 num_blocks=64\nsegment p len=20\n@0 arrive r1 prompt=p max_tokens=2\n");
+    const auto passes = box.artifact("crash-passes", "kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008\nsegment p len=20\n@0 arrive r1 prompt=p max_tokens=2\n");
     const auto garbage = box.artifact("crash-garbage", "\x01\x02 not a trace");
     const auto r = box.triage("v0.29.0", passes + " " + garbage);
     INFO(r.out << r.err);

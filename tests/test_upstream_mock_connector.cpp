@@ -80,7 +80,7 @@ TEST_CASE("test_kv_connector_basic: external hits only", "[upstream:test_schedul
 
 TEST_CASE("test_kv_connector_unable_to_allocate", "[upstream:test_scheduler.py::test_kv_connector_unable_to_allocate]") {
     const Trace trace = parse_trace(
-        "kvsim-trace 1\nengine block_size=4 num_blocks=10 max_batched_tokens=8192 max_model_len=4096\n"
+        "kvsim-trace 1\nengine block_size=4 num_blocks=10 max_batched_tokens=8192 max_model_len=36\n"
         "run max_steps=40 variant=v0.30.0\nconnector mock role=kv_consumer matched=8 async=off\n"
         "segment p1 len=24\nsegment p2 len=24\n@0 arrive r1 prompt=p1 max_tokens=2\n@0 arrive r2 prompt=p2 max_tokens=2\n",
         "test_kv_connector_unable_to_allocate.trace");
@@ -109,7 +109,7 @@ TEST_CASE("test_kv_connector_unable_to_allocate", "[upstream:test_scheduler.py::
 TEST_CASE("test_prefix_cache_query_not_inflated_by_connector_defer: deferred lookups, then admission",
           "[upstream:test_scheduler.py::test_prefix_cache_query_not_inflated_by_connector_defer]") {
     const Trace trace = parse_trace(
-        "kvsim-trace 1\nengine block_size=16 num_blocks=100\nrun max_steps=40 variant=v0.30.0\n"
+        "kvsim-trace 1\nengine block_size=16 num_blocks=100 max_model_len=1584\nrun max_steps=40 variant=v0.30.0\n"
         "connector mock role=kv_consumer matched=0 async=off defer=3\nsegment p len=32\n"
         "@0 arrive r1 prompt=p max_tokens=2\n",
         "defer.trace");
@@ -125,7 +125,7 @@ TEST_CASE("test_prefix_cache_query_not_inflated_by_connector_defer: deferred loo
 // Partial: reset_prefix_cache(reset_running_requests=True) is not modelled.
 TEST_CASE("test_scheduler_reset_prefix_cache: fails while requests hold KV cache",
           "[upstream:test_scheduler.py::test_scheduler_reset_prefix_cache]") {
-    std::string text = "kvsim-trace 1\nengine block_size=16 num_blocks=1000 max_batched_tokens=8192\n"
+    std::string text = "kvsim-trace 1\nengine block_size=16 num_blocks=1000 max_batched_tokens=8192 max_model_len=4096\n"
                        "run max_steps=40 variant=v0.30.0\n";
     for (int i = 0; i < 10; ++i) text += "segment p" + std::to_string(i) + " len=10\n";
     for (int i = 0; i < 10; ++i)

@@ -17,44 +17,48 @@ TEST_CASE("variant flags: each row lists its values with the PR that brought the
     CHECK(flags[7].flag == "load_failure_policy_default");
     CHECK(flags[7].values == "recompute (#26813) | fail (#34896)");
     CHECK(flags[9].values == "reported | only_when_loading (NIXL's #56640, kvsim fix)");
-    const std::vector<std::string> unfixed = {"reported",  "reported",  "kept", "admitted", "preempted",
-                                              "preempted", "off", "stays_skipped", "emitted",  "kept",
-                                              "kept",      "stranded"};
+    const std::vector<std::string> unfixed = {"reported",  "reported",      "kept", "admitted", "preempted",
+                                              "preempted", "stays_skipped", "kept", "kept",     "stranded"};
     auto with_unfixed = [&](std::vector<std::string> values) {
         values.insert(values.end(), unfixed.begin(), unfixed.end());
         return values;
     };
     auto with_async = [](std::vector<std::string> values, const std::string& fenced_victim,
-                         const std::string& preempted_output) {
-        values.insert(values.end(),
-                      {"on", "fenced", "kv_consumer", fenced_victim, "uncounted", "stops_scan", preempted_output});
+                         const std::string& preempted_output, const std::string& kv_cache_check) {
+        values.insert(values.end(), {"on", "fenced", "kv_consumer", fenced_victim, "uncounted", "stops_scan",
+                                     preempted_output, "asserts", kv_cache_check});
         return values;
     };
     CHECK(variant_flag_values(require_variant("v0.27.1")) ==
           with_async(with_unfixed({"fresh_head", "none", "tracker_ids", "off", "none", "real", "delay_free", "fail"}),
-                     "preempted", "stale_delivered"));
+                     "preempted", "stale_delivered", "max_model_len"));
     CHECK(variant_flag_values(require_variant("v0.30.0")) ==
           with_async(with_unfixed({"fresh_head_lifo", "every_scheduled", "assert_missing", "on", "none", "real",
                                    "store_job_pins", "fail"}),
-                     "stops_retry", "stale_dropped_for_producers"));
-    CHECK(flags[26].values == "placeholders_kept | stale_delivered (#48245) | stale_dropped_for_producers (#50297)");
-    CHECK(flags[21].values == "immediate | fenced (#45357)");
+                     "stops_retry", "stale_dropped_for_producers", "max_model_len_and_null_block"));
+    CHECK(flags[24].values == "placeholders_kept | stale_delivered (#48245) | stale_dropped_for_producers (#50297)");
+    CHECK(flags[19].values == "immediate | fenced (#45357)");
     CHECK(require_variant("v0.30.0+pre45357").deferred_block_free == DeferredBlockFree::immediate);
     CHECK(require_variant("v0.30.0+pre49675").fenced_victim == FencedVictim::preempted);
-    CHECK(flags[18].values == "kept | capped (kvsim fix)");
-    CHECK(flags[19].values == "stranded | capped (kvsim fix)");
-    CHECK(flags[22].values == "kv_consumer | any_loader (kvsim fix)");
+    CHECK(flags[16].values == "kept | capped (kvsim fix)");
+    CHECK(flags[17].values == "stranded | capped (kvsim fix)");
+    CHECK(flags[20].values == "kv_consumer | any_loader (kvsim fix)");
     CHECK(require_variant("v0.30.0+defer_free_for_loading_producer").deferred_free_scope == DeferredFreeScope::any_loader);
-    CHECK(flags[24].values == "uncounted | counted (#42568, open)");
+    CHECK(require_variant("v0.30.0+pre45357+defer_free_for_loading_producer").deferred_block_free ==
+          DeferredBlockFree::fenced);  // the fix restores the fence it widens
+    CHECK(flags[22].values == "uncounted | counted (#42568, open)");
     CHECK(require_variant("v0.30.0+pr42568").async_load_accounting == AsyncLoadAccounting::counted);
-    CHECK(flags[25].values == "stops_scan | skipped_for_holders (#45406, closed)");
+    CHECK(flags[23].values == "stops_scan | skipped_for_holders (#45406, closed)");
     CHECK(require_variant("v0.30.0+pr45406").blocked_head == BlockedHead::skipped_for_holders);
+    CHECK(flags[25].values == "asserts | hotfix_loads_before_forward (a downstream hotfix)");
+    CHECK(require_variant("v0.30.0+sync_store_load_hotfix").store_sync_load == StoreSyncLoad::hotfix_loads_before_forward);
+    CHECK(flags[26].values == "max_model_len (#41069) | max_model_len_and_null_block (#47272)");
+    CHECK(require_variant("v0.30.0+pre47272").kv_cache_check == KvCacheCheck::max_model_len);
     const auto all_fixes = variant_flag_values(require_variant("v0.30.0+all_fixes"));
-    CHECK(std::vector<std::string>(all_fixes.end() - 19, all_fixes.end() - 7) ==
+    CHECK(std::vector<std::string>(all_fixes.begin() + 8, all_fixes.begin() + 18) ==
           std::vector<std::string>{"silent", "only_when_loading", "discarded", "deferred", "stops_retry",
-                                   "waits_for_pins", "on", "requeued_waiting", "deferred_while_unprocessed",
-                                   "rolled_back", "capped", "capped"});
-    CHECK(all_fixes[22] == "any_loader");
+                                   "waits_for_pins", "requeued_waiting", "rolled_back", "capped", "capped"});
+    CHECK(all_fixes[20] == "any_loader");
 }
 
 TEST_CASE("variant patches set their flag on top of a release", "[variant]") {
@@ -83,12 +87,7 @@ TEST_CASE("variant patches: one per known finding, and all_fixes composes them a
                                     {"pr57841", "async_load_behind_blockless", "deferred"},
                                     {"pin_aware_preemption", "pinned_victim", "stops_retry"},
                                     {"pin_aware_self_preemption", "pinned_self_victim", "waits_for_pins"},
-                                    {"store_tracker_rewind", "store_tracker_rewind", "on"},
                                     {"requeue_blockless_failed_load", "blockless_failed_load", "requeued_waiting"},
-                                    {"defer_save_over_sync_load", "save_over_loading_block", "deferred",
-                                     "deferred_while_unprocessed"},
-                                    {"defer_save_over_inflight_sync_load", "save_over_loading_block",
-                                     "deferred_while_unprocessed"},
                                     {"rollback_placeholders_on_failed_load", "failed_load_placeholders", "rolled_back"},
                                     {"cap_failed_load_full_prompt", "failed_load_full_prompt", "capped"},
                                     {"cap_rollback_full_prompt", "rollback_full_prompt", "capped"}};

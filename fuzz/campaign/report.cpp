@@ -141,6 +141,18 @@ Json lifecycle_graph_of(const fs::path& run_dir, const std::string& variant) {
     return out;
 }
 
+}  // namespace
+
+std::string causes_label(const Json& finding) {
+    std::string set;
+    for (const Json& id : finding.value("causes", Json::array())) set += (set.empty() ? "" : "+") + id.get<std::string>();
+    const std::string residue = finding.value("residue", "");
+    if (set.empty() || residue.empty()) return set;
+    return fmt::format("after {}: {}", set, residue);
+}
+
+namespace {
+
 // The findings of one triage summary file, one per cause directory, in order of first appearance.
 Json findings_of(const fs::path& summary) {
     Json out = Json::array();
@@ -153,7 +165,8 @@ Json findings_of(const fs::path& summary) {
         if (!at.contains(dir)) {
             at[dir] = out.size();
             out.push_back({{"status", t.value("status", "new")}, {"signature", t.value("signature", "")},
-                           {"known_id", t.value("known_id", "")}, {"cause", t.value("cause", "")},
+                           {"causes", t.value("causes", Json::array())}, {"residue", t.value("residue", "")},
+                           {"cause", t.value("cause", "")},
                            {"verdict", t.value("verdict", "")}, {"dir", dir}, {"artifacts", 0},
                            {"first_seen_this_run", false}, {"files", files_of(t)}, {"repro", t.value("repro", "")},
                            {"message", t.value("message", "")}});

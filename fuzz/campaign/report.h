@@ -45,4 +45,8 @@ std::string relative_link(const std::filesystem::path& target, const std::filesy
 // path, or empty when the finding has none.
 std::filesystem::path finding_file(const nlohmann::ordered_json& finding, const char* which);
 
+// A finding's registry causes as one label: "a+b" when known, "after a+b: RESIDUE" when new behind
+// known causes, "" otherwise.
+std::string causes_label(const nlohmann::ordered_json& finding);
+
 }  // namespace kvsim

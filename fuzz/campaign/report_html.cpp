@@ -64,7 +64,7 @@ std::string finding_row(const Json& f, const Json& variant, const fs::path& page
     const std::string status = f["status"];
     const std::string label = status == "new" ? "NEW" : status;
     return fmt::format("<tr><td class=\"{}\">{}</td>{}{}<td><code>{}</code></td>{}<td>{}</td>{}<td><code>{}</code></td></tr>\n",
-                       escape(status), escape(label), cell(f["known_id"].get<std::string>().empty() ? Json("-") : f["known_id"]),
+                       escape(status), escape(label), cell(causes_label(f).empty() ? Json("-") : Json(causes_label(f))),
                        cell(variant["variant"]), escape(str(f["signature"])), number_cell(f["artifacts"]),
                        f["first_seen_this_run"].get<bool>() ? "this run" : "an earlier run",
                        finding_links(f, variant, page_dir), escape(str(f["repro"])));
@@ -75,7 +75,7 @@ std::string findings_table(const Json& r, const fs::path& page_dir) {
     for (const Json& v : r["variants"])
         for (const Json& f : v["findings"]) rows += finding_row(f, v, page_dir);
     if (rows.empty()) return "<h2>Findings</h2>\n<p>None in this run.</p>\n";
-    return "<h2>Findings</h2>\n<table id=\"findings\">\n<tr><th>status</th><th>registry id</th><th>variant</th>"
+    return "<h2>Findings</h2>\n<table id=\"findings\">\n<tr><th>status</th><th>registry causes</th><th>variant</th>"
            "<th>signature</th><th>artifacts</th><th>first seen</th><th>files</th><th>repro</th></tr>\n" +
            rows + "</table>\n";
 }

@@ -69,7 +69,7 @@ std::string findings_section(const Json& r, const std::filesystem::path& page_di
             const std::string label = status == "new" ? "**NEW**" : status == "known" ? "known" : "unreproduced";
             out += fmt::format("- {} `{}`{} ({}; {} artifact(s){})\n  - repro: `{}`\n  - finding: {}\n", label,
                                f["signature"].get<std::string>(),
-                               f["known_id"].get<std::string>().empty() ? "" : " = " + f["known_id"].get<std::string>(),
+                               causes_label(f).empty() ? "" : " = " + causes_label(f),
                                f["verdict"].get<std::string>(), num(f["artifacts"]),
                                f["first_seen_this_run"].get<bool>() ? ", first seen in this run" : ", seen before",
                                f["repro"].get<std::string>(), finding_links(f, page_dir));

@@ -8,9 +8,11 @@
 #include <stdexcept>
 
 #include "fuzz/minimize/minimize_finding.h"
+#include "properties/findings/classification_view.h"
 #include "properties/findings/classify.h"
 #include "properties/harness/causal_slice.h"
 #include "properties/harness/run_views.h"
+#include "properties/harness/settings_view.h"
 #include "properties/harness/verdict_line.h"
 #include "sim/common/stable_hash.h"
 #include "sim/trace/input_error.h"
@@ -68,7 +70,7 @@ struct Replay {
     RunResult result;
 };
 
-// Replays the artifact and fills status, verdict, signature, known_id and cause.
+// Replays the artifact and fills status, verdict, signature, causes and residue.
 Replay replay(const std::string& text, TriagedArtifact& t, const TriageConfig& config) {
     Replay r;
     const std::string kind = artifact_kind(t.artifact);
@@ -93,10 +95,10 @@ Replay replay(const std::string& text, TriagedArtifact& t, const TriageConfig& c
     } else {
         t.verdict = std::string(to_string(r.result.verdict));
         t.signature = r.result.signature;
-        if (const KnownEntry* known = classify(*config.registry, *r.trace, config.variant, r.result)) {
-            t.status = TriageStatus::known;
-            t.known_id = known->id;
-        }
+        const Classification c = classify(*config.registry, *r.trace, config.variant, r.result);
+        if (c.known()) t.status = TriageStatus::known;
+        for (const KnownEntry* e : c.causes) t.causes.push_back(e->id);
+        if (c.is_new() && !c.causes.empty()) t.residue = c.residue_signature;
     }
     t.events_before = t.events_after = r.trace->events.size();
     return r;
@@ -109,33 +111,42 @@ std::string minimal_text(const std::string& text, const Replay& r, TriagedArtifa
                                     .variant = config.variant, .signature = t.signature,
                                     .max_runs = config.max_runs, .registry = config.registry};
     const MinimizedFinding minimized = minimize_finding(finding);
-    if (minimized.outcome != MinimizeOutcome::kept || minimized.known_id != t.known_id) return text;
+    if (minimized.outcome != MinimizeOutcome::kept || minimized.classification.cause_set() != t.cause_set()) return text;
     t.minimised = true;
     t.events_after = minimized.minimal.events.size();
     return minimized_trace_text(minimized, finding);
 }
 
 // The replay of the minimal trace: log, result.json, page.html and explain.txt (a log only, naming
-// the parse error, when the text is not a trace).
-void write_run_files(const fs::path& tmp, const std::string& text, const TriagedArtifact& t, const TriageConfig& config) {
+// the parse error, when the text is not a trace). Returns its settings against upstream's defaults
+// (settings_view.h), or an empty array when it is not a trace.
+Json write_run_files(const fs::path& tmp, const std::string& text, const TriagedArtifact& t, const TriageConfig& config) {
     const fs::path trace_path = t.dir / kFindingTraceFile;
     const std::string path_text = trace_path.string();
     std::string log = "kvsim could not parse the trace: " + t.message + "\n";
     Json result_json = Json::object();
+    Json settings = Json::array();
     try {
         const Trace trace = parse_trace(text, trace_path.string());
         const RunResult r =
             run_trace(trace, config.variant, RunOptions{.check_determinism = true, .record_timeline = true});
         const ExpectationCheck expectation = check_expectation(trace, r, config.variant.name);
+        const Classification classification = classify(*config.registry, trace, config.variant, r);
+        settings = settings_json(settings_diff(trace, config.variant));
         log = r.log + verdict_line(r, trace_path.string(), config.variant.name, expectation) + "\n";
         result_json = run_json(trace, r, trace_path.string(), config.variant.name, expectation);
-        const RunViewInput view{trace, r, path_text, text, config.variant.name};
+        result_json["settings"] = settings;
+        result_json["registry"] = classification_json(classification);
+        const RunViewInput view{.trace = trace, .result = r, .trace_path = path_text, .trace_text = text,
+                                .variant = config.variant.name, .settings = settings,
+                                .registry = result_json["registry"]};
         write_file(tmp / kFindingPageFile, run_page_html(view));
-        write_file(tmp / kFindingExplainFile, explain_run(trace, r, trace_path.string(), config.variant.name));
+        write_file(tmp / kFindingExplainFile, explain_run(trace, r, trace_path.string(), config.variant));
     } catch (const InputError&) {
     }
     write_file(tmp / "log", log);
     write_file(tmp / "result.json", result_json.dump(2) + "\n");
+    return settings;
 }
 
 void write_finding(const fs::path& tmp, const std::string& text, const std::string& original,
@@ -143,13 +154,17 @@ void write_finding(const fs::path& tmp, const std::string& text, const std::stri
     write_file(tmp / kFindingTraceFile, text);
     write_file(tmp / ("original-" + fs::path(t.artifact).filename().string()), original);
     write_file(tmp / "repro.txt", t.repro + "\n");
-    write_run_files(tmp, text, t, config);
+    const Json settings = write_run_files(tmp, text, t, config);
     Json meta = Json::parse(triage_summary_line(t, config.variant.name));
     meta["files"] = files_json(files_in(tmp));
-    if (const KnownEntry* e = config.registry->find(t.known_id)) {
-        meta["upstream"] = {{"state", to_string(e->upstream.state)}, {"references", e->upstream.references}};
-        meta["fix"] = e->fix_patch.empty() ? e->fix_text : e->fix_patch;
-    }
+    Json causes = Json::array();
+    for (const std::string& id : t.causes)
+        if (const KnownEntry* e = config.registry->find(id))
+            causes.push_back({{"id", e->id},
+                              {"upstream", {{"state", to_string(e->upstream.state)}, {"references", e->upstream.references}}},
+                              {"fix", e->fix.label()}});
+    meta["cause_entries"] = causes;
+    meta["settings"] = settings;
     write_file(tmp / "triage.json", meta.dump(2) + "\n");
 }
 
@@ -175,12 +190,18 @@ std::string_view to_string(TriageStatus status) {
     return "new";
 }
 
+std::string TriagedArtifact::cause_set() const {
+    std::string out;
+    for (const std::string& id : causes) out += (out.empty() ? "" : "+") + id;
+    return out;
+}
+
 TriagedArtifact triage_artifact(const std::string& artifact, const TriageConfig& config) {
     TriagedArtifact t;
     t.artifact = artifact;
     const std::string text = read_file(artifact);
     const Replay r = replay(text, t, config);
-    t.cause = t.known_id.empty() ? t.signature : t.known_id;
+    t.cause = t.status == TriageStatus::known ? t.cause_set() : t.signature;
     t.dir = config.out_dir / config.variant.name / directory_name(t.cause);
     t.repro = fmt::format("{} run {} --variant {}", config.kvsim, (t.dir / kFindingTraceFile).string(),
                           config.variant.name);
@@ -211,7 +232,7 @@ TriagedArtifact triage_artifact(const std::string& artifact, const TriageConfig&
 std::string triage_summary_line(const TriagedArtifact& t, const std::string& variant) {
     const Json line = {{"artifact", fs::absolute(t.artifact).string()}, {"variant", variant},
                        {"first", t.first}, {"status", to_string(t.status)}, {"verdict", t.verdict},
-                       {"signature", t.signature}, {"known_id", t.known_id}, {"cause", t.cause},
+                       {"signature", t.signature}, {"causes", t.causes}, {"residue", t.residue}, {"cause", t.cause},
                        {"dir", fs::absolute(t.dir).string()}, {"minimised", t.minimised},
                        {"events_before", t.events_before}, {"events_after", t.events_after},
                        {"files", files_json(t.files)}, {"repro", t.repro}, {"message", t.message}};
@@ -220,7 +241,8 @@ std::string triage_summary_line(const TriagedArtifact& t, const std::string& var
 
 std::string triage_report_line(const TriagedArtifact& t, const std::string& variant) {
     const std::string name = fs::path(t.artifact).filename().string();
-    const std::string label = t.status == TriageStatus::known ? "known " + t.known_id
+    const std::string label = t.status == TriageStatus::known ? "known " + t.cause_set()
+                              : t.status == TriageStatus::new_finding && !t.causes.empty() ? "NEW after " + t.cause_set()
                               : t.status == TriageStatus::unreproduced ? std::string("unreproduced")
                                                                        : std::string("NEW");
     if (!t.first)

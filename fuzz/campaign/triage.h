@@ -40,12 +40,15 @@ enum class TriageStatus { new_finding, known, unreproduced };
 std::string_view to_string(TriageStatus status);
 
 struct TriagedArtifact {
+    std::string cause_set() const;  // the causes joined with '+'
+
     std::string artifact;   // the path given
     TriageStatus status = TriageStatus::new_finding;
     std::string verdict;    // a run verdict, "internal-error", "input-error" or "pass"
     std::string signature;  // the run's, internal-error:<words>, or unreproduced:<kind>_<why>
-    std::string known_id;   // the registry entry (status known)
-    std::string cause;      // the directory name: known_id, or the signature
+    std::vector<std::string> causes;  // the registry's causes in removal order (known; new: those before the residue)
+    std::string residue;    // status new with causes: the failure no entry explains after their fixes
+    std::string cause;      // the directory name: the cause set when known, else the signature
     std::filesystem::path dir;
     FindingFiles files;     // what dir holds (also for a duplicate: the first artifact's files)
     bool first = false;     // this artifact wrote the finding directory (else a duplicate)

@@ -14,7 +14,21 @@ bool stopped_idle(const RunResult& result, const RunOptions& options) {
 namespace {
 
 bool undecided(const InputJudgement& j) {
-    return !j.result.internal_error && j.result.verdict != Verdict::pass && j.known == nullptr;
+    return j.classification.is_new();
+}
+
+void add(VariantReruns* into, const VariantReruns& r) {
+    if (into == nullptr) return;
+    into->made += r.made;
+    into->shared += r.shared;
+    into->steps += r.steps;
+}
+
+Classification classified(const Registry& registry, const Trace& trace, const Variant& variant,
+                          const RunResult& result, const RunOptions& options, VariantReruns* reruns) {
+    Classification c = classify(registry, trace, variant, result, options);
+    add(reruns, c.reruns);
+    return c;
 }
 
 }  // namespace
@@ -24,7 +38,7 @@ InputJudgement judge_input(const Registry& registry, const Trace& trace, const V
     InputJudgement j;
     j.result = run_trace(trace, variant, options);
     j.steps += j.result.steps;
-    j.known = classify(registry, trace, variant, j.result, options, reruns);
+    j.classification = classified(registry, trace, variant, j.result, options, reruns);
     if (undecided(j) && stopped_idle(j.result, options)) {
         // a slow recomputation, or a counterfactual that drains slowly, fits the hang budget: cheaper
         // than a run to the step limit
@@ -32,7 +46,7 @@ InputJudgement judge_input(const Registry& registry, const Trace& trace, const V
         options.idle_steps = 0;
         j.result = run_trace(trace, variant, options);
         j.steps += j.result.steps;
-        j.known = classify(registry, trace, variant, j.result, options, reruns);
+        j.classification = classified(registry, trace, variant, j.result, options, reruns);
     }
     if (undecided(j)) {
         j.new_rerun = true;
@@ -41,7 +55,7 @@ InputJudgement judge_input(const Registry& registry, const Trace& trace, const V
         options.idle_steps = 0;
         j.result = run_for_search(trace, variant, options);
         j.steps += j.result.steps;
-        j.known = classify(registry, trace, variant, j.result, options, reruns);
+        j.classification = classified(registry, trace, variant, j.result, options, reruns);
     }
     return j;
 }

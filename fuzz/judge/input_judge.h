@@ -10,7 +10,7 @@ namespace kvsim {
 
 struct InputJudgement {
     RunResult result;                  // the run that decided
-    const KnownEntry* known = nullptr;  // its registry entry; null on a pass, a NEW finding or an internal error
+    Classification classification;     // its causes (outcome none on a pass or an internal error)
     bool idle_rerun = false;           // run again on the hang budget alone
     bool new_rerun = false;            // run again as kvsim run runs it
     std::int64_t steps = 0;            // engine steps of the judge's own runs (the classifier's are its reruns')

@@ -164,6 +164,7 @@ private:
             if (i >= best_.connectors.size()) continue;
             Trace c = best_;
             c.connectors.erase(c.connectors.begin() + static_cast<std::ptrdiff_t>(i));
+            if (c.connectors.empty()) c.multi.reset();
             if (!std::any_of(c.connectors.begin(), c.connectors.end(),
                              [](const ConnectorSpec& spec) { return spec.kind == kConnectorStore; }))
                 c.store.clear();
@@ -262,6 +263,28 @@ private:
         return knobs;
     }
 
+    // The pool, with max_model_len coming down to what it holds (upstream's KV cache check,
+    // sim/trace/config_rules.h): a smaller pool is otherwise a configuration upstream refuses.
+    static Knob pool_knob() {
+        Knob k = int_knob<int>([](Trace& t) -> int& { return t.engine.num_blocks; }, 2);
+        k.set = [](Trace& t, std::int64_t v) {
+            t.engine.num_blocks = static_cast<int>(v);
+            fit_upstream_limits(t.engine, trace_min_model_len(t));
+        };
+        return k;
+    }
+
+    // max_model_len, toward the shortest that holds every prompt and store prefix.
+    Knob model_len_knob() const {
+        Knob k = int_knob<int>([](Trace& t) -> int& { return t.engine.max_model_len; }, trace_min_model_len(best_));
+        k.set = [](Trace& t, std::int64_t v) {
+            t.engine.max_model_len = static_cast<int>(v);
+            t.engine.max_batched_tokens = batch_budget(t.engine.chunked_prefill, t.engine.max_batched_tokens,
+                                                       t.engine.max_model_len);
+        };
+        return k;
+    }
+
     std::vector<Knob> number_knobs() const {
         std::vector<Knob> knobs;
         // Events first: all of them earlier at once, then each one toward the previous event's step.
@@ -306,7 +329,8 @@ private:
                 knobs.push_back(int_knob<int>([i](Trace& t) -> int& { return t.connectors[i].load_delay; }, ConnectorSpec{}.load_delay));
         // A liveness finding keeps its pool: too few blocks would starve a request for good
         // and manufacture the finding.
-        if (!liveness_) knobs.push_back(int_knob<int>([](Trace& t) -> int& { return t.engine.num_blocks; }, 2));
+        if (!liveness_) knobs.push_back(pool_knob());
+        knobs.push_back(model_len_knob());
         knobs.push_back(int_knob<int>([](Trace& t) -> int& { return t.engine.long_prefill_threshold; }, 0));
         if (!liveness_) knobs.push_back(int_knob<int>([](Trace& t) -> int& { return t.run.max_steps; }, 1));
         const WorkerConfig wd;

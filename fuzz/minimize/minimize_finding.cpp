@@ -29,11 +29,17 @@ MinimizedFinding not_minimized(MinimizeOutcome outcome, std::string signature, R
     return out;
 }
 
-// The registry entry a run is, as an id ("" when new).
-std::string known_id(const Registry* registry, const Trace& trace, const Variant& variant, const RunResult& r) {
+Classification classified(const Registry* registry, const Trace& trace, const Variant& variant, const RunResult& r) {
     if (registry == nullptr) return {};
-    const KnownEntry* entry = classify(*registry, trace, variant, r);
-    return entry != nullptr ? entry->id : std::string();
+    return classify(*registry, trace, variant, r);
+}
+
+std::string registry_comment(const Classification& c) {
+    if (c.known()) return "known, causes " + c.cause_set();
+    if (c.is_new() && !c.causes.empty())
+        return fmt::format("NEW: {} after the known causes {}", c.residue_signature, c.cause_set());
+    if (c.is_new()) return "NEW (no known finding matches)";
+    return "not classified";
 }
 
 }  // namespace
@@ -41,6 +47,7 @@ std::string known_id(const Registry* registry, const Trace& trace, const Variant
 MinimizedFinding minimize_finding(const FindingToMinimize& finding) {
     std::string signature = finding.signature;
     RunResult first = run_trace(finding.trace, finding.variant);
+    if (first.verdict == Verdict::rejected) return not_minimized(MinimizeOutcome::rejected, "", std::move(first));
     if (signature.empty()) {
         if (first.internal_error) return not_minimized(MinimizeOutcome::internal_error, "", std::move(first));
         if (first.signature.empty()) return not_minimized(MinimizeOutcome::passes, "", std::move(first));
@@ -48,21 +55,24 @@ MinimizedFinding minimize_finding(const FindingToMinimize& finding) {
     }
     MinimizedFinding out;
     out.signature = signature;
-    if (first.signature == signature) out.known_id = known_id(finding.registry, finding.trace, finding.variant, first);
+    if (first.signature == signature)
+        out.classification = classified(finding.registry, finding.trace, finding.variant, first);
     MinimizeOptions options;
     options.max_runs = finding.max_runs;
     options.stats = &out.stats;
     if (finding.registry != nullptr)
         options.also_keep = [&](const Trace& t, const RunResult& r) {
-            return known_id(finding.registry, t, finding.variant, r) == out.known_id;
+            return classified(finding.registry, t, finding.variant, r).key() == out.classification.key();
         };
     out.minimal = minimize_trace(finding.trace, finding.variant, signature, options);
     if (!out.stats.reproduced)
         return not_minimized(MinimizeOutcome::not_reproduced, signature, run_trace(finding.trace, finding.variant));
     out.minimal_result = run_trace(out.minimal, finding.variant);
     out.minimal.run.variant = finding.variant.name;
-    out.minimal.expectations = {
-        Expectation{.variant = finding.variant.name, .verdict = out.minimal_result.verdict, .signature = signature}};
+    Expectation expect{.variant = finding.variant.name, .verdict = out.minimal_result.verdict, .signature = signature, .causes = {}};
+    if (out.classification.known())
+        for (const KnownEntry* e : out.classification.causes) expect.causes.push_back(e->id);
+    out.minimal.expectations = {expect};
     return out;
 }
 
@@ -75,8 +85,7 @@ std::string minimized_trace_text(const MinimizedFinding& minimized, const Findin
     comments += fmt::format("# ({} -> {} events, {} -> {} bytes, {} replays{}).\n", stats.events_before,
                             stats.events_after, stats.bytes_before, stats.bytes_after, stats.runs,
                             stats.budget_exhausted ? ", budget exhausted" : "");
-    comments += fmt::format("# registry: {}\n", minimized.known_id.empty() ? std::string("NEW (no known finding matches)")
-                                                                          : "known finding " + minimized.known_id);
+    comments += fmt::format("# registry: {}\n", registry_comment(minimized.classification));
     comments += fmt::format("# {}: {}\n", to_string(minimized.minimal_result.verdict),
                             comment_text(minimized.minimal_result.message));
     text.insert(text.find('\n') + 1, comments);
@@ -86,7 +95,7 @@ std::string minimized_trace_text(const MinimizedFinding& minimized, const Findin
 std::string minimize_summary_line(const MinimizedFinding& minimized, const FindingToMinimize& finding) {
     const MinimizeStats& stats = minimized.stats;
     return fmt::format("kvsim minimize: signature={} ({}) kept under {}: {} -> {} events, {} -> {} bytes, {} replays{}",
-                       minimized.signature, minimized.known_id.empty() ? "new" : "known " + minimized.known_id,
+                       minimized.signature, registry_comment(minimized.classification),
                        finding.variant.name, stats.events_before, stats.events_after,
                        stats.bytes_before, stats.bytes_after, stats.runs,
                        stats.budget_exhausted ? " (budget exhausted)" : "");

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "fuzz/minimize/minimize.h"
-#include "properties/findings/registry.h"
+#include "properties/findings/classify.h"
 #include "properties/harness/run_trace.h"
 #include "sim/trace/trace.h"
 #include "sim/variant/variant.h"
@@ -27,13 +27,14 @@ enum class MinimizeOutcome {
     kept,            // `minimal` gives `signature`
     internal_error,  // the trace hits a kvsim internal error: nothing to keep
     passes,          // the trace gives no finding to keep
+    rejected,        // upstream refuses the trace's configuration: it never runs
     not_reproduced,  // the trace does not give the signature asked for
 };
 
 struct MinimizedFinding {
     MinimizeOutcome outcome = MinimizeOutcome::kept;
     std::string signature;  // the one kept (or asked for)
-    std::string known_id;   // the registry entry kept; empty: a new finding (or no registry)
+    Classification classification;  // the input's, kept by the minimal trace (outcome none: no registry)
     RunResult original;     // the input trace's run, when the outcome is not `kept`
     Trace minimal;          // with its run variant and one expect line
     RunResult minimal_result;

@@ -51,6 +51,12 @@ void normalize_engine(EngineConfig& e) {
     e.long_prefill_threshold = clamp_int(e.long_prefill_threshold, 0, env::kMaxLongPrefill);
 }
 
+// A MultiConnector's own kv_role exactly when there are two connectors (rule kv_role_required).
+void normalize_multi(Trace& t) {
+    if (t.connectors.size() < 2) t.multi.reset();
+    else if (!t.multi) t.multi = MultiConnectorSpec{.role = KvRole::kv_both};
+}
+
 bool known_kind(std::string_view kind) {
     return kind == kConnectorStandIn || kind == kConnectorP2p || kind == kConnectorStore;
 }
@@ -68,6 +74,7 @@ void normalize_connectors(std::vector<ConnectorSpec>& connectors) {
         const ConnectorSpec defaults{};
         if (c.kind != kConnectorStandIn) c.load_delay = defaults.load_delay;
         c.load_delay = clamp_int(c.load_delay, 0, envelope::kMaxDelay);
+        if (c.kind == kConnectorStore) c.load_async = true;  // upstream's store worker asserts it (rule store_load_async)
         if (c.kind != kConnectorStore) {
             c.load_async = defaults.load_async;
             c.lookup_async = defaults.lookup_async;
@@ -266,6 +273,7 @@ void fit_engine(Trace& t) {
     e.max_model_len = std::max(e.max_model_len, min_model_len(longest_prompt, longest_store));
     e.max_batched_tokens = batch_budget(e.chunked_prefill, e.max_batched_tokens, e.max_model_len);
     e.num_blocks = std::max(e.num_blocks, min_num_blocks(t));
+    fit_upstream_limits(e, min_model_len(longest_prompt, longest_store));
     // bounded work: a larger prefill chunk until the prefill steps and output tokens fit kMaxWork
     while (work_estimate(t) > envelope::kMaxWork) {
         if (e.chunked_prefill && e.long_prefill_threshold > 0 && e.long_prefill_threshold < e.max_batched_tokens)
@@ -279,6 +287,8 @@ void fit_engine(Trace& t) {
 
 Trace minimal_trace() {
     Trace t;
+    t.engine.max_model_len = envelope::kMaxModelLen;
+    fit_upstream_limits(t.engine, t.engine.max_model_len);
     add_default_segment(t);
     t.events.push_back(Event{.step = 0, .body = ArriveEvent{.request_id = "r0", .prompt = {"s0"}, .max_tokens = 4}});
     t.run.max_steps = step_bound(t);
@@ -463,6 +473,7 @@ bool normalize(Trace& t) {
     }
     normalize_engine(t.engine);
     normalize_connectors(t.connectors);
+    normalize_multi(t);
     normalize_workers(t.workers);
     normalize_segments(t);
     normalize_events(t);

@@ -41,12 +41,12 @@ bool write_failing_trace(const ExploreSeed& seed, const std::filesystem::path& p
 // Tallies a failing seed and prints its line; false when its trace could not be written.
 bool report_failure(const ExploreSeed& seed, const ExploreConfig& config, ExploreSummary& summary,
                     std::ostream& out) {
-    if (seed.known != nullptr) ++summary.known; else ++summary.failed;
+    if (seed.known()) ++summary.known; else ++summary.failed;
     summary.internal_error = summary.internal_error || seed.result.internal_error;
     SignatureTally& tally =
-        seed.known != nullptr ? summary.known_entries[seed.known->id] : summary.signatures[seed.failure_kind()];
+        seed.known() ? summary.known_entries[seed.classification.cause_set()] : summary.signatures[seed.failure_kind()];
     if (tally.count++ == 0) tally.first_seed = seed.seed;
-    if (seed.known != nullptr && !config.any_failure) return true;
+    if (seed.known() && !config.any_failure) return true;
     std::string line = failure_line(seed);
     if (!config.out_dir.empty()) {
         const auto path = failing_trace_path(seed, config.out_dir);
@@ -64,7 +64,7 @@ void tally_mode(const ExploreSeed& seed, const ExploreConfig& config, ExploreSum
     ModeTally& tally = summary.by_mode[std::string(on_off(resolved_async_scheduling(seed.swarm_case.trace.engine, config.variant)))];
     ++tally.runs;
     if (seed.passed()) ++tally.passed;
-    else if (seed.known != nullptr) ++tally.known;
+    else if (seed.known()) ++tally.known;
     else ++tally.failed;
 }
 
@@ -72,12 +72,15 @@ void tally_mode(const ExploreSeed& seed, const ExploreConfig& config, ExploreSum
 
 std::string ExploreSeed::failure_kind() const {
     if (result.internal_error) return "internal-error";
-    return known != nullptr ? result.signature + "~" + known->id : result.signature;
+    if (classification.known()) return result.signature + "~" + classification.cause_set();
+    if (!classification.causes.empty())
+        return classification.residue_signature + " after " + classification.cause_set();
+    return result.signature;
 }
 
 ExploreSeed explore_seed(std::uint64_t seed, const ExploreConfig& config) {
     const SwarmOptions swarm{.role = config.role, .variant = config.variant.name};
-    ExploreSeed out{.seed = seed, .swarm_case = swarm_case_for_seed(seed, swarm), .result = {}, .repro = {}, .header = {}};
+    ExploreSeed out{.seed = seed, .swarm_case = swarm_case_for_seed(seed, swarm), .result = {}, .repro = {}, .header = {}, .classification = {}};
     if (config.async_scheduling) {
         out.swarm_case.config.async_scheduling = config.async_scheduling;
         out.swarm_case.trace.engine.async_scheduling = config.async_scheduling;
@@ -91,8 +94,12 @@ ExploreSeed explore_seed(std::uint64_t seed, const ExploreConfig& config) {
     try {
         validate_trace(out.swarm_case.trace, fmt::format("seed-{}", seed));
         out.result = run_for_search(out.swarm_case.trace, config.variant);
-        if (config.registry != nullptr)
-            out.known = classify(*config.registry, out.swarm_case.trace, config.variant, out.result);
+        if (out.result.verdict == Verdict::rejected) {  // the generator promises configurations upstream accepts
+            out.result.internal_error = true;
+            out.result.message = fmt::format("generated trace is rejected: {}", out.result.message);
+        } else if (config.registry != nullptr) {
+            out.classification = classify(*config.registry, out.swarm_case.trace, config.variant, out.result);
+        }
     } catch (const InputError& bad) {
         // The generator promises valid traces: an invalid one is a bug in kvsim.
         out.result.internal_error = true;
@@ -101,10 +108,17 @@ ExploreSeed explore_seed(std::uint64_t seed, const ExploreConfig& config) {
     return out;
 }
 
+static std::string seed_status(const ExploreSeed& seed) {
+    const Classification& c = seed.classification;
+    if (c.known()) return "known=" + c.cause_set();
+    if (c.causes.empty()) return "NEW";
+    return fmt::format("NEW after={} residue={}", c.cause_set(), c.residue_signature);
+}
+
 std::string failure_line(const ExploreSeed& seed) {
     const auto& mode = seed.swarm_case.trace.engine.async_scheduling;
     return fmt::format("seed={} {} verdict={} signature={} steps={} async_scheduling={} -- {} | repro: {}", seed.seed,
-                       seed.known != nullptr ? "known=" + seed.known->id : std::string("NEW"),
+                       seed_status(seed),
                        verdict_text(seed.result), seed.result.internal_error ? "internal-error" : seed.result.signature,
                        seed.result.steps, mode ? on_off(*mode) : "default", seed.result.message, seed.repro);
 }
@@ -151,7 +165,7 @@ std::string render_explore_summary(const ExploreSummary& summary, const ExploreC
         out += fmt::format("  async_scheduling={}: {} seeds, {} passed, {} new, {} known\n", mode, tally.runs,
                            tally.passed, tally.failed, tally.known);
     out += tally_rows(summary.signatures, "new (by signature)");
-    out += tally_rows(summary.known_entries, "known (by registry entry)");
+    out += tally_rows(summary.known_entries, "known (by cause set, in the order removed)");
     return out;
 }
 

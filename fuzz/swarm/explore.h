@@ -11,7 +11,7 @@
 #include <string>
 
 #include "fuzz/swarm/swarm.h"
-#include "properties/findings/registry.h"
+#include "properties/findings/classify.h"
 #include "properties/harness/run_trace.h"
 #include "sim/variant/variant.h"
 
@@ -37,17 +37,19 @@ struct ExploreSeed {
     RunResult result;
     std::string repro;   // "kvsim explore --seed S --seeds 1 --variant V --role R"
     std::string header;  // "# <repro>\n# knobs: ...\n", above a printed or written trace
-    const KnownEntry* known = nullptr;  // the registry entry a failing run is; nullptr: new
+    Classification classification;  // a failing run's causes (known), or the failure nothing explains (new)
 
     bool passed() const { return !result.internal_error && result.verdict == Verdict::pass; }
-    // The signature ("SIGNATURE~ID" for a known finding), or "internal-error".
+    bool known() const { return classification.known(); }
+    // The signature ("SIGNATURE~CAUSE+CAUSE" for a known finding, "SIGNATURE after CAUSE+..." for a new
+    // one behind known causes), or "internal-error".
     std::string failure_kind() const;
 };
 
 // Generates and runs one seed. A generated trace that validate_trace rejects is an internal error.
 ExploreSeed explore_seed(std::uint64_t seed, const ExploreConfig& config);
 
-// "seed=S NEW|known=ID verdict=V signature=K steps=N async_scheduling=on|off -- message | repro: ...",
+// "seed=S NEW[ after=CAUSES residue=SIG]|known=CAUSES verdict=V signature=K steps=N async_scheduling=on|off -- message | repro: ...",
 // without the trace part.
 std::string failure_line(const ExploreSeed& seed);
 
@@ -67,7 +69,7 @@ struct ExploreSummary {
     std::uint64_t failed = 0;  // new findings and internal errors
     std::uint64_t known = 0;
     std::map<std::string, SignatureTally> signatures;  // new: failure kind -> seeds, sorted
-    std::map<std::string, SignatureTally> known_entries;  // known: registry id -> seeds, sorted
+    std::map<std::string, SignatureTally> known_entries;  // known: cause set ("a+b") -> seeds, sorted
     bool internal_error = false;
     std::string unwritable;  // a failing trace that could not be written: the search stopped there
 };
@@ -77,7 +79,7 @@ struct ExploreSummary {
 ExploreSummary explore(const ExploreConfig& config, std::ostream& out, std::ostream& progress);
 
 // The closing line, the seeds by scheduling mode, then one row per new signature and one per known
-// registry entry.
+// cause set.
 std::string render_explore_summary(const ExploreSummary& summary, const ExploreConfig& config);
 
 }  // namespace kvsim

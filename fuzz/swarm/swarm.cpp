@@ -44,7 +44,7 @@ struct PlannedRequest {
 };
 
 std::vector<ConnectorSpec> swarm_connectors(const SwarmConfig& c) {
-    const StoreConnectorOptions options{.load_async = c.load_async,
+    const StoreConnectorOptions options{.load_async = true,  // upstream's store worker asserts load_async
                                         .lookup_async = c.lookup_async,
                                         .enable_lookup = c.enable_lookup,
                                         .save_decode_cache = c.save_decode_cache};
@@ -158,6 +158,7 @@ void fit_engine(const SwarmConfig& c, const std::vector<PlannedRequest>& request
     for (const auto& r : requests)
         demands.push_back(request_blocks(r.prompt_len, r.max_tokens, e.max_model_len, e.block_size));
     e.num_blocks = num_blocks_for_demands(c.pressure, demands);
+    fit_upstream_limits(e, min_model_len(longest_prompt, longest_store));
 }
 
 ArriveEvent arrive_event(const PlannedRequest& r) {
@@ -265,16 +266,16 @@ SwarmConfig draw_swarm(Prng& prng, const SwarmOptions& options) {
     c.p2p_role = role_of(options.role, one_of(prng, kRoles));
     c.store_role = role_of(options.role, one_of(prng, kRoles));
     c.save_decode_cache = prng.chance(1, 2);
-    c.load_async = prng.chance(3, 4);
     c.lookup_async = prng.chance(2, 5);
     c.enable_lookup = prng.chance(9, 10);
 
     c.ranks = pick(prng, 1, 4);
-    c.store_delay_min = pick(prng, 0, 3);
+    // a delay of 0: the transfer lands within the step it starts in (an RDMA faster than a step)
+    c.store_delay_min = one_of(prng, std::array{0, 0, 1, 3});
     c.store_delay_max = c.store_delay_min + one_of(prng, std::array{0, 1, 3, 8});
-    c.load_delay_min = pick(prng, 0, 2);
-    c.load_delay_max = c.load_delay_min + one_of(prng, std::array{0, 1, 4});
-    c.pull_delay = pick(prng, 0, 5);
+    c.load_delay_min = one_of(prng, std::array{0, 0, 1, 2});
+    c.load_delay_max = c.load_delay_min + one_of(prng, std::array{0, 0, 1, 4});
+    c.pull_delay = one_of(prng, std::array{0, 0, 1, 2, 3, 5});
 
     c.block_size = one_of(prng, std::array{4, 8, 16});
     c.pressure = one_of(prng, std::array{PoolPressure::roomy, PoolPressure::moderate, PoolPressure::tight,
@@ -310,12 +311,14 @@ SwarmConfig draw_swarm(Prng& prng, const SwarmOptions& options) {
     c.load_fail_pct = one_of(prng, std::array{0, 0, 30, 80});
     c.lookup_pending_pct = one_of(prng, std::array{0, 0, 30, 80});
     c.fault_window = pick(prng, 1, 24);
+    c.multi_role = role_of(options.role, one_of(prng, kRoles));
     return c;
 }
 
 Trace generate_trace(Prng& prng, const SwarmConfig& c) {
     Trace t;
     t.connectors = swarm_connectors(c);
+    if (t.connectors.size() > 1) t.multi = MultiConnectorSpec{.role = c.multi_role};
     t.workers = swarm_workers(c);
     draw_prefixes(prng, c, t);
     const std::vector<PlannedRequest> requests = draw_requests(prng, c, t);
@@ -368,9 +371,10 @@ std::string describe(const SwarmConfig& c) {
     std::string roles;
     if (c.has_p2p()) roles += fmt::format(" p2p={}", to_string(c.p2p_role));
     if (c.has_store())
-        roles += fmt::format(" store={} save_decode_cache={} load_async={} lookup_async={} enable_lookup={}",
-                             to_string(c.store_role), on_off(c.save_decode_cache), on_off(c.load_async),
-                             on_off(c.lookup_async), on_off(c.enable_lookup));
+        roles += fmt::format(" store={} save_decode_cache={} lookup_async={} enable_lookup={}",
+                             to_string(c.store_role), on_off(c.save_decode_cache), on_off(c.lookup_async),
+                             on_off(c.enable_lookup));
+    if (c.has_p2p() && c.has_store()) roles += fmt::format(" multi={}", to_string(c.multi_role));
     return fmt::format(
         "stack={}{} ranks={} pool={} bs={} chunked={} caching={} budget={} requests={} prefixes={} share={}% "
         "store_prefix={}% store_prompt={}% remote_prefill={}% remote_decode={}% arrival={}/{} abort={}% "

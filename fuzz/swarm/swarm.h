@@ -13,8 +13,12 @@
 // trace_for_seed(S, options) is the reproduction contract of `kvsim explore --seed S`.
 //
 // Every generated trace is valid (validate_trace accepts it; it round-trips through
-// print_trace/parse_trace) and follows the passable-trace rules of sim/trace/trace_builder.h;
-// faults also fall in an early window, so a liveness phase without faults follows.
+// print_trace/parse_trace), is a configuration upstream accepts under every variant
+// (sim/trace/config_rules.h: asynchronous store loads, a MultiConnector's own kv_role, a pool that holds
+// one request of max_model_len tokens, a budget of at least max_num_seqs tokens), and follows the
+// passable-trace rules of sim/trace/trace_builder.h; faults also fall in an early window, so a liveness
+// phase without faults follows. A load, a P2P receive or a store job lands within its own step (delay 0,
+// a transfer faster than a step) in about half the seeds.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -61,8 +65,9 @@ struct SwarmConfig {
     ConnectorStack stack = ConnectorStack::store;
     KvRole p2p_role = KvRole::kv_consumer;
     KvRole store_role = KvRole::kv_consumer;
+    // The MultiConnector's own kv_role (a stack of two connectors): the top-level kv_transfer_config.
+    KvRole multi_role = KvRole::kv_both;
     bool save_decode_cache = false;
-    bool load_async = true;
     bool lookup_async = false;
     bool enable_lookup = true;
 

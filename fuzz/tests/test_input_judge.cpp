@@ -25,7 +25,7 @@ RunOptions search_options(Trace& trace) {
 // budget. It drains at step 364.
 constexpr const char* kSlowRecomputation =
     "kvsim-trace 1\n"
-    "engine block_size=2 num_blocks=73 max_batched_tokens=1024 max_running=16 max_model_len=384 chunked_prefill=off "
+    "engine block_size=2 num_blocks=73 max_batched_tokens=1024 max_running=16 max_model_len=144 chunked_prefill=off "
     "prefix_caching=off long_prefill_threshold=1 reserve_full_isl=on async_scheduling=off\n"
     "run seed=1 max_steps=2137\n"
     "segment p0 len=96\nsegment short1 len=10\nsegment p1 len=22\nsegment s1 len=96\nsegment prompt len=17\n"
@@ -45,22 +45,22 @@ TEST_CASE("a NEW hang of the idle budget is judged again on the hang budget alon
     REQUIRE(first.verdict == Verdict::liveness);
     REQUIRE(!first.findings.empty());
     REQUIRE(first.findings.front().fact("stalled") == std::optional<std::int64_t>(options.idle_steps));
-    REQUIRE(classify(builtin_registry(), trace, variant, first, options) == nullptr);
+    REQUIRE(classify(builtin_registry(), trace, variant, first, options).is_new());
 
     const InputJudgement judged = judge_input(builtin_registry(), trace, variant, options);
     CHECK(judged.idle_rerun);
     CHECK_FALSE(judged.new_rerun);
     CHECK(judged.result.verdict == Verdict::pass);
     CHECK(judged.result.steps == 364);
-    CHECK(judged.known == nullptr);
+    CHECK(judged.classification.outcome == Outcome::none);
 }
 
 TEST_CASE("a known hang is judged on its first run", "[fuzz][budget]") {
     Trace trace = parse_trace_file(KVSIM_SOURCE_DIR "/corpus/findings/store_pins_make_preemption_free_nothing.trace");
     const RunOptions options = search_options(trace);
     const InputJudgement judged = judge_input(builtin_registry(), trace, require_variant("v0.30.0"), options);
-    REQUIRE(judged.known != nullptr);
-    CHECK(judged.known->id == "store_pin_preemption_cascade");
+    REQUIRE(judged.classification.known());
+    CHECK(judged.classification.cause_set() == "store_pin_preemption_cascade");
     CHECK_FALSE(judged.idle_rerun);
     CHECK_FALSE(judged.new_rerun);
 }
@@ -70,7 +70,7 @@ TEST_CASE("a finding still NEW is run again as kvsim run runs it", "[fuzz][budge
     const Variant variant = require_variant("v0.30.0");
     const RunOptions options = search_options(trace);
     const InputJudgement judged = judge_input(Registry{}, trace, variant, options);
-    CHECK(judged.known == nullptr);
+    CHECK(judged.classification.is_new());
     CHECK(judged.idle_rerun);  // the thrash recomputes nothing new: the idle budget stops it first
     CHECK(judged.new_rerun);
     CHECK(judged.result.verdict == Verdict::liveness);

@@ -38,7 +38,7 @@ std::vector<std::string> corpus_traces() {
 // slower than the idle budget (one-token prefill chunks after a preemption) ends later.
 RunResult run_on_budgets(const Trace& capped, const Variant& variant, RunOptions options) {
     RunResult result = run_trace(capped, variant, options);
-    if (!stopped_idle(result, options) || classify(builtin_registry(), capped, variant, result, options) != nullptr)
+    if (!stopped_idle(result, options) || !classify(builtin_registry(), capped, variant, result, options).is_new())
         return result;
     options.idle_steps = 0;
     return run_trace(capped, variant, options);
@@ -82,7 +82,7 @@ TEST_CASE("the step budget changes no corpus verdict under any preset", "[fuzz][
 }
 
 TEST_CASE("the step budget cuts a roomy max_steps to twice step_bound", "[fuzz][budget]") {
-    Trace trace = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=16\nrun max_steps=100000\n"
+    Trace trace = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=16 max_model_len=60\nrun max_steps=100000\n"
                               "segment s len=8\n@0 arrive r prompt=s max_tokens=4\n",
                               "<budget>");
     CHECK(step_budget(trace) == 2 * step_bound(trace));
@@ -167,7 +167,7 @@ TEST_CASE("the idle budget stops a preemption livelock sooner than the hang budg
 
 TEST_CASE("the idle budget waits out a fault in effect", "[fuzz][budget]") {
     // r's store lookup stays pending for 150 steps after the last event: nothing is computed meanwhile
-    const Trace trace = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=16\nrun max_steps=1000\n"
+    const Trace trace = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=16 max_model_len=60\nrun max_steps=1000\n"
                                     "connector store role=kv_both enable_lookup=on lookup_async=on\n"
                                     "workers ranks=1 store_delay_min=1 store_delay_max=1 load_delay_min=1 "
                                     "load_delay_max=1 pull_delay=1\nsegment s len=8\n"
@@ -203,7 +203,7 @@ TEST_CASE("the idle budget does not wait on a failure armed for a job that never
 
 TEST_CASE("the idle budget is 32, twice the worker delays and the longest recomputation, within the hang budget",
           "[fuzz][budget]") {
-    Trace trace = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=16 max_batched_tokens=64\n"
+    Trace trace = parse_trace("kvsim-trace 1\nengine block_size=4 num_blocks=103 max_batched_tokens=64 max_model_len=408\n"
                               "run max_steps=100000\nconnector store role=kv_both\n"
                               "workers ranks=1 store_delay_min=1 store_delay_max=5 load_delay_min=1 load_delay_max=7 "
                               "pull_delay=3\nsegment s len=400\nsegment t len=60\n@0 arrive r prompt=s max_tokens=4\n"

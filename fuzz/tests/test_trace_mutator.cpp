@@ -15,10 +15,12 @@
 
 #include "fuzz/mutator/trace_mutator.h"
 #include "sim/common/prng.h"
+#include "sim/trace/config_rules.h"
 #include "sim/trace/input_error.h"
 #include "sim/trace/trace_parser.h"
 #include "sim/trace/trace_printer.h"
 #include "sim/trace/trace_schema.h"
+#include "sim/variant/variant.h"
 
 namespace kvsim::fuzz {
 namespace {
@@ -69,6 +71,12 @@ void check_output(const std::string& text, std::size_t max_size = 1 << 16) {
     std::string why;
     CHECK(within_budget(t, &why));
     INFO(why);
+    // upstream accepts it, under the release the fuzz target runs and the clean preset
+    for (const char* v : {"v0.27.1", "v0.30.0", "v0.30.0+all_fixes"}) {
+        const auto rejection = upstream_rejects(t, require_variant(v));
+        CHECK_FALSE(rejection.has_value());
+        if (rejection) FAIL_CHECK(v << ": " << rejection->message() << "\n" << text);
+    }
     for (const Event& e : t.events)
         if (const auto* a = std::get_if<ArriveEvent>(&e.body); a && a->remote_prefill) {
             // remote_prefill is served by a stand_in or a p2p connector that is not only a producer
@@ -185,7 +193,7 @@ TEST_CASE("fuzz mutator: repair turns garbage into a valid trace", "[fuzz][mutat
         std::string("\0\0\0", 3),
         "kvsim-trace 2\n",
         "engine block_size=0 num_blocks=99999999999999999999999\n@5 arrive r1 prompt=nope max_tokens=0\n",
-        "kvsim-trace 1\nengine block_size=16 num_blocks=64\n@3 abort ghost\n@2 fault store_fail rank=9\n",
+        "kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008\n@3 abort ghost\n@2 fault store_fail rank=9\n",
         "connector stand_in role=kv_both\nconnector p2p role=kv_producer\nconnector store role=kv_both\n"
         "connector store role=kv_consumer\n@0 arrive a prompt=x max_tokens=3 remote_prefill=on remote_decode=on\n",
         "segment x len=100000\nsegment x tokens=1,2,3\nsegment y tokens=-1,2\n@0 arrive a prompt=x+y+x+y+x+y\n",
@@ -231,7 +239,7 @@ TEST_CASE("fuzz mutator: repair turns garbage into a valid trace", "[fuzz][mutat
 TEST_CASE("fuzz mutator: repair keeps what parses in a broken trace", "[fuzz][mutator]") {
     const std::string text =
         "kvsim-trace 1\n"
-        "engine block_size=8 num_blocks=40 frobnicate=1\n"
+        "engine block_size=8 num_blocks=40 max_model_len=312 frobnicate=1\n"
         "connector store role=kv_both save_decode_cache=on\n"
         "segment sys len=32\n"
         "store prefix=sys\n"

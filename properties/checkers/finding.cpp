@@ -65,6 +65,7 @@ std::string Finding::message() const {
         case FindingKind::nondeterminism:
             return fmt::format("two replays disagree: digest {} vs {}", fact_text("first_digest"),
                                fact_text("second_digest"));
+        case FindingKind::rejected: return detail;
     }
     return detail;
 }

@@ -13,14 +13,15 @@
 
 namespace kvsim {
 
-enum class FindingKind { violation, crash, liveness, nondeterminism, internal, mismatch };
-inline constexpr EnumNames<FindingKind, 6> kFindingKindNames = {{
+enum class FindingKind { violation, crash, liveness, nondeterminism, internal, mismatch, rejected };
+inline constexpr EnumNames<FindingKind, 7> kFindingKindNames = {{
     {FindingKind::violation, "violation"},
     {FindingKind::crash, "crash"},
     {FindingKind::liveness, "liveness"},
     {FindingKind::nondeterminism, "nondeterminism"},
     {FindingKind::internal, "internal"},
     {FindingKind::mismatch, "mismatch"},  // a step check of the trace read another value
+    {FindingKind::rejected, "rejected"},  // upstream refuses the configuration: id is the rule's
 }};
 std::string_view to_string(FindingKind kind);
 

@@ -19,6 +19,14 @@ bool glob_matches(std::string_view pattern, std::string_view text) {
     return !text.empty() && pattern.front() == text.front() && glob_matches(pattern.substr(1), text.substr(1));
 }
 
+std::string FixEdit::label() const {
+    if (!patch.empty()) return patch;
+    if (flags.empty()) return text;
+    std::string out = "flags";
+    for (const FieldMatch& f : flags) out += " " + f.key + "=" + f.value;
+    return out;
+}
+
 bool KnownEntry::applies_to(std::string_view variant) const {
     return std::any_of(variants.begin(), variants.end(), [&](const std::string& g) { return glob_matches(g, variant); });
 }

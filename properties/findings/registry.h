@@ -1,10 +1,10 @@
 #pragma once
-// The registry of known findings (properties/findings/README.md): one entry per understood cause,
-// with the variants it applies to, the signatures it carries, a matcher over the run's structured
-// result (finding fields, typed events, the trace's connector stack and settings, the variant's
-// flags, named request histories, and counterfactual re-runs), the upstream reference and its
-// state, the witness traces, and the fix patch that removes it. Every search tool classifies a
-// failing run against it; a run that no entry matches is NEW.
+// The registry of known findings (properties/findings/README.md): one entry per root cause, with the
+// variants it applies to, the signatures it carries, a matcher over the run's structured result
+// (finding fields, typed events, the trace's connector stack and settings, the variant's flags, named
+// request histories), the upstream reference and its state, the witness traces, and the fix (a
+// variant edit) that removes it. Every search tool classifies a failing run against it by residue
+// (classify.h): a run's causes are removed one fix at a time, and a failure no entry explains is NEW.
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,20 +37,11 @@ enum class ConditionKind {
     connector,  // the trace's connector `value` has the settings `fields`
     engine,     // the run's engine settings as resolved (trace key, else the variant's default): `fields`
     history,    // a named request history holds (properties/findings/histories.h): value
-    gone_with,  // the same trace, edited, no longer gives the signature (see CounterfactualKind)
-    known_with,  // under the variant with patch `value` ("+name"), the same trace fails as another known entry
-};
-
-enum class CounterfactualKind {
-    flags,     // the variant with `fields` flags set
-    patch,     // the variant with `value` ("+name") appended; resolved when matched, not parsed
-    no_fault,  // the trace without the faults of kind `value` whose fields match
 };
 
 struct Condition {
     ConditionKind kind = ConditionKind::event;
     EventCategory category = EventCategory::warn;  // event, no_event
-    CounterfactualKind counterfactual = CounterfactualKind::flags;
     std::string value = {};
     std::vector<FieldMatch> fields = {};
     int line = 0;
@@ -73,6 +64,16 @@ struct Witness {
     std::string variant;
 };
 
+// How the cause is removed: a variant patch ("+pr50565"), flag values (a historical fix an upstream PR
+// made, which no patch carries), or neither (the fix is not modelled: `text` describes it).
+struct FixEdit {
+    std::string patch = {};               // "+NAME"
+    std::vector<FieldMatch> flags = {};   // FLAG=VALUE
+    std::string text = {};                // `fix describe TEXT`
+    bool modelled() const { return !patch.empty() || !flags.empty(); }
+    std::string label() const;            // "+NAME", "flags F=V ...", or the text
+};
+
 struct KnownEntry {
     std::string id = {};
     int line = 0;
@@ -81,10 +82,8 @@ struct KnownEntry {
     std::vector<SignatureMatch> signatures = {};
     std::vector<Condition> conditions = {};
     UpstreamReference upstream = {};
-    std::vector<FieldMatch> needs = {};  // upstream settings the finding needs (child_order, load_policy, load_mode...)
     std::vector<Witness> witnesses = {};
-    std::string fix_patch = {};  // "+pr50565"; empty when `fix_text` describes the fix instead
-    std::string fix_text = {};
+    FixEdit fix = {};
     std::string why = {};
 
     bool applies_to(std::string_view variant) const;

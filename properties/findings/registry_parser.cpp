@@ -111,38 +111,9 @@ void check_flags(const Line& line, const std::vector<FieldMatch>& flags) {
     }
 }
 
-Condition counterfactual_condition(const Line& line) {
-    const std::string& how = word(line, 0, "flags, patch or no_fault");
-    Condition c{.kind = ConditionKind::gone_with, .line = line.number};
-    if (how == "flags") {
-        c.counterfactual = CounterfactualKind::flags;
-        c.fields = field_matches(line, 1);
-        check_flags(line, c.fields);
-    } else if (how == "patch") {
-        c.counterfactual = CounterfactualKind::patch;
-        c.value = word(line, 1, "the patch (+NAME)");
-        if (c.value.size() < 2 || c.value.front() != '+') fail(line, line.keyword, "a patch is written +NAME");
-    } else if (how == "no_fault") {
-        c.counterfactual = CounterfactualKind::no_fault;
-        c.value = word(line, 1, "the fault kind");
-        if (!parse_fault_kind(c.value)) fail(line, line.keyword, fmt::format("unknown fault kind '{}'", c.value));
-        c.fields = field_matches(line, 2);
-    } else {
-        fail(line, line.keyword, fmt::format("unknown edit '{}' (expected flags, patch or no_fault)", how));
-    }
-    return c;
-}
-
 Condition condition(const Line& line) {
     if (line.keyword == "event") return event_condition(line, ConditionKind::event);
     if (line.keyword == "no_event") return event_condition(line, ConditionKind::no_event);
-    if (line.keyword == "gone_with") return counterfactual_condition(line);
-    if (line.keyword == "known_with") {
-        Condition c = counterfactual_condition(line);
-        if (c.counterfactual != CounterfactualKind::patch) fail(line, "known_with", "only a patch is known_with's edit");
-        c.kind = ConditionKind::known_with;
-        return c;
-    }
     if (line.keyword == "stack")
         return Condition{.kind = ConditionKind::stack, .value = word(line, 0, "the connector kinds"), .line = line.number};
     if (line.keyword == "history") {
@@ -182,15 +153,22 @@ void parse_upstream(KnownEntry& e, const Line& line) {
     if (dash != std::string::npos) e.upstream.note = trim(std::string_view(line.rest).substr(dash + 4));
 }
 
+// fix +PATCH | fix flags FLAG=VALUE... | fix describe TEXT
 void parse_fix(KnownEntry& e, const Line& line) {
-    const std::string& first = word(line, 0, "the fix patch (+NAME) or 'describe TEXT'");
+    const std::string& first = word(line, 0, "+PATCH, 'flags FLAG=VALUE...' or 'describe TEXT'");
     if (first == "describe") {
-        e.fix_text = trim(std::string_view(line.rest).substr(8));
-        if (e.fix_text.empty()) fail(line, "fix", "'describe' needs the text");
+        e.fix.text = trim(std::string_view(line.rest).substr(8));
+        if (e.fix.text.empty()) fail(line, "fix", "'describe' needs the text");
+    } else if (first == "flags") {
+        e.fix.flags = field_matches(line, 1);
+        check_flags(line, e.fix.flags);
     } else if (first.size() >= 2 && first.front() == '+' && line.words.size() == 1) {
-        e.fix_patch = first;
+        Variant probe;
+        if (!apply_variant_patch(probe, std::string_view(first).substr(1)))
+            fail(line, "fix", fmt::format("unknown variant patch '{}' (kvsim variants)", first));
+        e.fix.patch = first;
     } else {
-        fail(line, "fix", "expected +PATCH (one variant patch) or 'describe TEXT'");
+        fail(line, "fix", "expected +PATCH (one variant patch), 'flags FLAG=VALUE...' or 'describe TEXT'");
     }
 }
 
@@ -212,8 +190,6 @@ void parse_field(KnownEntry& e, const Line& line) {
         parse_signature(e, line);
     } else if (k == "upstream") {
         parse_upstream(e, line);
-    } else if (k == "needs") {
-        for (const auto& w : line.words) e.needs.push_back(field_match(line, w));
     } else if (k == "witness") {
         if (line.words.size() != 2) fail(line, k, "expected TRACE VARIANT");
         e.witnesses.push_back({line.words[0], line.words[1]});
@@ -226,9 +202,8 @@ void parse_field(KnownEntry& e, const Line& line) {
     }
 }
 
-constexpr std::array kKeywords = {"class",   "variants", "signature", "stack",   "event", "no_event",
-                                  "flag",    "connector", "engine",   "history",   "gone_with",
-                                  "known_with", "upstream", "needs", "witness", "fix",   "why"};
+constexpr std::array kKeywords = {"class", "variants", "signature", "stack",    "event",   "no_event", "flag",
+                                  "connector", "engine", "history", "upstream", "witness", "fix",      "why"};
 
 void check_complete(const KnownEntry& e, const std::string& file) {
     const auto missing = [&](std::string_view field) {
@@ -237,7 +212,7 @@ void check_complete(const KnownEntry& e, const std::string& file) {
     if (e.variants.empty()) missing("variants");
     if (e.signatures.empty()) missing("signature");
     if (e.witnesses.empty()) missing("witness");
-    if (e.fix_patch.empty() && e.fix_text.empty()) missing("fix");
+    if (!e.fix.modelled() && e.fix.text.empty()) missing("fix");
     if (e.why.empty()) missing("why");
 }
 

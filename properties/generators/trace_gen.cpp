@@ -75,8 +75,7 @@ rc::Gen<EngineRec> gen_engine() {
 rc::Gen<KvRole> gen_role(const std::vector<KvRole>& roles) { return one_of_list(roles); }
 
 rc::Gen<StoreOptionsRec> gen_store_options() {
-    return rc::gen::build<StoreOptionsRec>(rc::gen::set(&StoreOptionsRec::load_sync, flag(1, 4)),
-                                           rc::gen::set(&StoreOptionsRec::lookup_async, flag(1, 3)),
+    return rc::gen::build<StoreOptionsRec>(rc::gen::set(&StoreOptionsRec::lookup_async, flag(1, 3)),
                                            rc::gen::set(&StoreOptionsRec::no_lookup, flag(1, 8)),
                                            rc::gen::set(&StoreOptionsRec::save_decode_cache, flag(1, 3)));
 }
@@ -85,6 +84,7 @@ rc::Gen<StackRec> gen_stack(const GenOptions& options) {
     return rc::gen::build<StackRec>(rc::gen::set(&StackRec::kind, one_of_list(options.stacks)),
                                     rc::gen::set(&StackRec::p2p_role, gen_role(options.roles)),
                                     rc::gen::set(&StackRec::store_role, gen_role(options.roles)),
+                                    rc::gen::set(&StackRec::multi_role, gen_role(options.roles)),
                                     rc::gen::set(&StackRec::store, gen_store_options()));
 }
 
@@ -95,7 +95,10 @@ rc::Gen<WorkersRec> gen_workers() {
         rc::gen::set(&WorkersRec::store_spread, choice<int>({{2, 0}, {2, 1}, {2, 3}, {1, 6}, {1, 12}})),
         rc::gen::set(&WorkersRec::load_min, uniform(0, 3)),
         rc::gen::set(&WorkersRec::load_spread, uniform(0, 5)),
-        rc::gen::set(&WorkersRec::pull_delay, uniform(0, 4)));
+        rc::gen::set(&WorkersRec::pull_delay, uniform(0, 4)),
+        rc::gen::set(&WorkersRec::loads_in_step, flag(1, 2)),
+        rc::gen::set(&WorkersRec::stores_in_step, flag(1, 3)),
+        rc::gen::set(&WorkersRec::pulls_in_step, flag(1, 3)));
 }
 
 rc::Gen<std::vector<SegmentRec>> gen_segments(int max_segments) {

@@ -55,7 +55,7 @@ void build_segments(const TraceSpec& spec, int bs, Trace& t) {
 }
 
 std::vector<ConnectorSpec> build_connectors(const StackRec& stack) {
-    const StoreConnectorOptions options{.load_async = !stack.store.load_sync,
+    const StoreConnectorOptions options{.load_async = true,
                                         .lookup_async = stack.store.lookup_async,
                                         .enable_lookup = !stack.store.no_lookup,
                                         .save_decode_cache = stack.store.save_decode_cache};
@@ -65,11 +65,11 @@ std::vector<ConnectorSpec> build_connectors(const StackRec& stack) {
 WorkerConfig build_workers(const WorkersRec& rec) {
     WorkerConfig w;
     w.ranks = 1 + clamp(rec.extra_ranks, 0, 63);
-    w.store_delay_min = 1 + clamp(rec.store_min, 0, 100);
+    w.store_delay_min = rec.stores_in_step ? 0 : 1 + clamp(rec.store_min, 0, 100);
     w.store_delay_max = w.store_delay_min + clamp(rec.store_spread, 0, 100);
-    w.load_delay_min = 1 + clamp(rec.load_min, 0, 100);
+    w.load_delay_min = rec.loads_in_step ? 0 : 1 + clamp(rec.load_min, 0, 100);
     w.load_delay_max = w.load_delay_min + clamp(rec.load_spread, 0, 100);
-    w.pull_delay = 1 + clamp(rec.pull_delay, 0, 100);
+    w.pull_delay = rec.pulls_in_step ? 0 : 1 + clamp(rec.pull_delay, 0, 100);
     return w;
 }
 
@@ -130,6 +130,7 @@ EngineConfig build_engine(const EngineRec& rec, int bs, const std::vector<BuiltR
     for (const BuiltRequest& q : reqs)
         need.push_back(request_blocks(q.prompt_len, q.max_tokens, e.max_model_len, bs));
     e.num_blocks = num_blocks_for(rec, need);
+    fit_upstream_limits(e, min_model_len(longest_prompt, 0));  // a store prefix is a prompt's prefix
     return e;
 }
 
@@ -192,6 +193,7 @@ Trace build_trace(const TraceSpec& spec) {
     const int bs = pick(kBlockSizes, spec.engine.block_size_index);
     build_segments(spec, bs, t);
     t.connectors = build_connectors(spec.stack);
+    if (t.connectors.size() > 1) t.multi = MultiConnectorSpec{.role = spec.stack.multi_role};
     t.workers = build_workers(spec.workers);
     EventPlan plan;
     const std::vector<BuiltRequest> reqs = build_requests(spec, t, plan);

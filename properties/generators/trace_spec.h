@@ -32,8 +32,8 @@ struct EngineRec {
     int async_scheduling = 0;     // 0: unstated (the variant's default), 1: off, 2: on
 };
 
+// Loads are always asynchronous: upstream's store worker asserts load_async (rule store_load_async).
 struct StoreOptionsRec {
-    bool load_sync = false;       // load_async=off
     bool lookup_async = false;
     bool no_lookup = false;       // enable_lookup=off
     bool save_decode_cache = false;
@@ -43,6 +43,7 @@ struct StackRec {
     ConnectorStack kind = ConnectorStack::store;  // store alone, p2p alone, or both in either order
     KvRole p2p_role = KvRole::kv_consumer;
     KvRole store_role = KvRole::kv_consumer;
+    KvRole multi_role = KvRole::kv_consumer;  // a stack of two: the MultiConnector's own kv_role
     StoreOptionsRec store;
 };
 
@@ -53,6 +54,11 @@ struct WorkersRec {
     int load_min = 0;        // load_delay_min = 1 + load_min
     int load_spread = 0;
     int pull_delay = 0;      // pull_delay = 1 + pull_delay
+    // A transfer that lands within its own step (delay 0: an RDMA faster than a step); false is the
+    // simple choice a counterexample shrinks to.
+    bool loads_in_step = false;   // load_delay_min = 0 (load_delay_max = load_spread)
+    bool stores_in_step = false;  // store_delay_min = 0 (store_delay_max = store_spread)
+    bool pulls_in_step = false;   // pull_delay = 0
 };
 
 // One segment of the shared pool: `blocks` full blocks plus `extra` tokens (at least 1 token).

@@ -1,4 +1,5 @@
 #include "properties/harness/causal_slice.h"
+#include "properties/harness/settings_view.h"
 
 #include <fmt/format.h>
 
@@ -125,7 +126,8 @@ void append_events(std::string& out, const RunResult& result, const std::vector<
 }  // namespace
 
 std::string explain_text(const Trace& trace, const RunResult& result, const CausalSlice& slice,
-                         std::string_view trace_path, std::string_view variant, std::size_t max_events) {
+                         std::string_view trace_path, std::string_view variant, std::size_t max_events,
+                         std::string_view settings) {
     if (result.findings.empty())
         return fmt::format("{}: pass under {}: nothing to explain\n", trace_path, variant);
     const Finding& finding = result.findings.front();
@@ -139,14 +141,16 @@ std::string explain_text(const Trace& trace, const RunResult& result, const Caus
     }
     out += fmt::format("events that touched them ({} of {}):\n", slice.events.size(), result.events.size());
     append_events(out, result, slice.events, max_events);
+    out += settings;
     out += "repro: " + repro_command(trace_path, variant) + "\n";
     return out;
 }
 
 std::string explain_run(const Trace& trace, const RunResult& result, std::string_view trace_path,
-                        std::string_view variant, std::size_t max_events) {
+                        const Variant& variant, std::size_t max_events) {
     const CausalSlice slice = result.findings.empty() ? CausalSlice{} : causal_slice(trace, result, result.findings.front());
-    return explain_text(trace, result, slice, trace_path, variant, max_events);
+    const std::string settings = settings_text(settings_diff(trace, variant), variant.name);
+    return explain_text(trace, result, slice, trace_path, variant.name, max_events, settings);
 }
 
 }  // namespace kvsim

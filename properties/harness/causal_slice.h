@@ -34,12 +34,14 @@ CausalSlice causal_slice(const Trace& trace, const RunResult& result, const Find
 
 // A dozen lines to paste into an upstream issue: the finding, the upstream assertion or
 // invariant, the trace lines that started it, the events of the slice (the middle elided past
-// `max_events`), and the command that reproduces it.
+// `max_events`), `settings` (settings_text's lines, or none), and the command that reproduces it.
 std::string explain_text(const Trace& trace, const RunResult& result, const CausalSlice& slice,
-                         std::string_view trace_path, std::string_view variant, std::size_t max_events = 12);
+                         std::string_view trace_path, std::string_view variant, std::size_t max_events = 12,
+                         std::string_view settings = {});
 
-// What `kvsim explain` prints for a run: explain_text over its first finding's causal slice.
+// What `kvsim explain` prints for a run: explain_text over its first finding's causal slice, with the
+// trace's settings against upstream's defaults for the variant (settings_view.h) before the repro line.
 std::string explain_run(const Trace& trace, const RunResult& result, std::string_view trace_path,
-                        std::string_view variant, std::size_t max_events = 12);
+                        const Variant& variant, std::size_t max_events = 12);
 
 }  // namespace kvsim

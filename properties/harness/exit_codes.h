@@ -9,6 +9,7 @@ inline constexpr int kCrash = 2;
 inline constexpr int kLiveness = 3;
 inline constexpr int kNondeterminism = 4;
 inline constexpr int kMismatch = 5;  // a step check of the trace read another value than it states
+inline constexpr int kRejected = 78;  // EX_CONFIG: upstream refuses the configuration (sim/trace/config_rules.h)
 inline constexpr int kUsage = 64;
 inline constexpr int kInputError = 65;
 inline constexpr int kInternalError = 70;  // a bug in kvsim itself, not in the modelled code
@@ -21,6 +22,7 @@ constexpr int of(Verdict v) {
         case Verdict::liveness: return kLiveness;
         case Verdict::nondeterminism: return kNondeterminism;
         case Verdict::mismatch: return kMismatch;
+        case Verdict::rejected: return kRejected;
     }
     return kInternalError;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Whether a run meets the trace's `expect` line for the variant it ran under.
 #include <optional>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -21,11 +22,18 @@ inline std::string_view to_string(ExpectationStatus status) { return enum_name(k
 struct ExpectationCheck {
     ExpectationStatus status = ExpectationStatus::none;
     std::optional<Expectation> expected;  // the trace's expect line for the variant, if any
+    // The line names causes: the run's cause set as the registry's classifier found it ("" for none).
+    std::optional<std::string> got_causes;
 };
 
 // The first expect line for `variant` decides: met when the verdict matches (an internal error
-// never does) and the line's signature, if it names one, is the run's.
-ExpectationCheck check_expectation(const Trace& trace, const RunResult& result, std::string_view variant);
+// never does) and the line's signature, if it names one, is the run's. `causes` is the run's cause set
+// (classify.h, one floor up): a line that names causes is met only when they are these, and is unmet
+// when nobody classified the run (nullptr).
+ExpectationCheck check_expectation(const Trace& trace, const RunResult& result, std::string_view variant,
+                                   const std::vector<std::string>* causes = nullptr);
+// The causes an expect line for `variant` names (empty: none, or no line).
+const std::vector<std::string>& expected_causes(const Trace& trace, std::string_view variant);
 
 // "met", "none" or "UNMET(expected <verdict>[ <signature>])", as the verdict line prints it.
 std::string to_string(const ExpectationCheck& check);

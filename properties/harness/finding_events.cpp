@@ -47,6 +47,7 @@ void log_finding(EventLog& log, const Finding& f) {
             return;
         case FindingKind::nondeterminism: return;  // judged after the run: not in its log
         case FindingKind::mismatch: return;        // checks never change the run, nor its log
+        case FindingKind::rejected: return;        // no run: no log
     }
 }
 

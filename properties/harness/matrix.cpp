@@ -20,10 +20,13 @@ std::string cell_text(const RunResult& result, const ExpectationCheck& expectati
     return text;
 }
 
-MatrixCell run_cell(const MatrixTrace& trace, const Variant& variant) {
+MatrixCell run_cell(const MatrixTrace& trace, const Variant& variant, const CausesOf& causes_of) {
     MatrixCell cell;
     cell.result = run_trace(trace.trace, variant);
-    cell.expectation = check_expectation(trace.trace, cell.result, variant.name);
+    std::optional<std::vector<std::string>> causes;
+    if (causes_of && !expected_causes(trace.trace, variant.name).empty())
+        causes = causes_of(trace.trace, variant, cell.result);
+    cell.expectation = check_expectation(trace.trace, cell.result, variant.name, causes ? &*causes : nullptr);
     cell.text = cell_text(cell.result, cell.expectation);
     return cell;
 }
@@ -44,13 +47,14 @@ std::vector<std::string> variants_in_expectations(const std::vector<MatrixTrace>
     return names;
 }
 
-Matrix run_matrix(const std::vector<MatrixTrace>& traces, const std::vector<Variant>& variants) {
+Matrix run_matrix(const std::vector<MatrixTrace>& traces, const std::vector<Variant>& variants,
+                  const CausesOf& causes_of) {
     Matrix matrix;
     for (const auto& t : traces) matrix.columns.push_back(t.name);
     for (const auto& variant : variants) {
         MatrixRow row{.variant = variant.name, .cells = {}};
         for (const auto& trace : traces) {
-            MatrixCell cell = run_cell(trace, variant);
+            MatrixCell cell = run_cell(trace, variant, causes_of);
             switch (cell.expectation.status) {
                 case ExpectationStatus::met: ++matrix.met; break;
                 case ExpectationStatus::unmet: ++matrix.unmet; break;

@@ -1,6 +1,7 @@
 #pragma once
 // Traces x variants: one run per cell, each judged against the trace's expect line for the
 // variant (the tables the seed reports measured, reproduced on a CPU). `kvsim matrix` prints it.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,12 @@ struct Matrix {
 // Every variant the traces' expect lines name, in order of first appearance.
 std::vector<std::string> variants_in_expectations(const std::vector<MatrixTrace>& traces);
 
-Matrix run_matrix(const std::vector<MatrixTrace>& traces, const std::vector<Variant>& variants);
+// A cell's cause set, for the expect lines that name one (the classifier is a floor above the matrix).
+using CausesOf = std::function<std::vector<std::string>(const Trace&, const Variant&, const RunResult&)>;
+
+// `causes_of` classifies the cells whose expect line names causes (none: such a line is unmet).
+Matrix run_matrix(const std::vector<MatrixTrace>& traces, const std::vector<Variant>& variants,
+                  const CausesOf& causes_of = {});
 
 // The table (header, rule, one row per variant) and the closing "expectations:" line.
 std::string render_matrix(const Matrix& matrix);

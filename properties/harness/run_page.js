@@ -77,7 +77,27 @@ function renderHeader() {
   if (F.rank !== null) names.push(`rank <b>${F.rank}</b>`);
   p.innerHTML = `<div><b>${esc(F.signature)}</b> at <b id="finding-step">step ${F.step}</b>${names.length ? ": " + names.join(", ") : ""}</div>
     <div class="quote" id="finding-quote">${esc(F.quote)}</div>
+    <div id="finding-causes">${causesHtml()}</div>
+    <div id="finding-settings">${settingsHtml()}</div>
     <div class="mono">repro: ${esc(D.repro)}</div>`;
+}
+
+// The registry's classification: the cause set in the order the fixes removed them, and the residue.
+function causesHtml() {
+  const R = D.registry;
+  if (!R || R.outcome === "none") return "registry: not classified";
+  const causes = R.causes.map((c) => `<b class="cause">${esc(c.id)}</b> (${esc(c.upstream.state)}${c.upstream.references.length ? " " + esc(c.upstream.references.join(" ")) : ""}; fix ${esc(c.fix)})`);
+  if (R.outcome === "known") return `registry: known: ${causes.join(", then ")}`;
+  const after = causes.length ? ` after ${causes.join(", then ")}` : "";
+  return `registry: <b>NEW</b>: ${esc(R.residue.signature)} under ${esc(R.residue.variant)}${after}`;
+}
+
+// The settings that differ from upstream's defaults for the variant (sizing and environment apart).
+function settingsHtml() {
+  const S = D.settings.filter((d) => d.group === "setting" || d.group === "test_double");
+  if (!S.length) return "settings: upstream's defaults";
+  return "settings that differ from upstream's defaults: " + S.map((d) =>
+    `<span class="setting" title="${esc(d.source)}">${esc(d.key)}=${esc(d.value)} <i>(upstream ${esc(d.upstream || "sizes it")})</i></span>`).join(", ");
 }
 
 // Swimlanes: one row per request, one column per step, coloured by status, scheduled tokens inside.

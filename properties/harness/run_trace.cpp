@@ -15,6 +15,7 @@
 #include "properties/step_checks/step_check_evaluator.h"
 #include "sim/common/upstream_assertion.h"
 #include "sim/engine/engine.h"
+#include "sim/trace/config_rules.h"
 
 namespace kvsim {
 namespace {
@@ -47,6 +48,7 @@ void conclude(Engine& engine, RunResult& result, std::vector<Finding> findings) 
         case FindingKind::nondeterminism: result.verdict = Verdict::nondeterminism; break;
         case FindingKind::internal: result.internal_error = true; break;
         case FindingKind::mismatch: result.verdict = Verdict::mismatch; break;
+        case FindingKind::rejected: result.verdict = Verdict::rejected; break;
     }
     result.signature = first.signature();
     result.message = first.message();
@@ -141,7 +143,7 @@ std::optional<StepCheckEvaluator> attach_checks(const Trace& trace, const Varian
 // the determinism replay it also folds every event into its fingerprint.
 void mute_unread_log(Engine& engine, const RunOptions& options, RunResult& result) {
     if (options.events || options.text_log || options.record_timeline) return;
-    engine.log().mute(options.muted_keeps, options.check_determinism);
+    engine.log().mute(options.muted_keeps, options.check_determinism || options.fingerprint);
     result.events_kept = options.muted_keeps;
 }
 
@@ -275,7 +277,33 @@ RunResult run_for_search(const Trace& trace, const Variant& variant, RunOptions 
     return run_trace(trace, variant, options);
 }
 
+namespace {
+
+// A configuration upstream refuses never runs: the result names the rule (sim/trace/config_rules.h).
+std::optional<RunResult> rejected_run(const Trace& trace, const Variant& variant) {
+    FlagReads reads;
+    const std::optional<ConfigRejection> rejection = upstream_rejects(trace, variant, &reads);
+    if (!rejection) return std::nullopt;
+    RunResult result;
+    Finding f;
+    f.kind = FindingKind::rejected;
+    f.id = std::string(rejection->rule->id);
+    f.detail = rejection->message();
+    f.facts.push_back(Field{.key = "field", .kind = FieldKind::text, .value = rejection->breach.field});
+    f.facts.push_back(
+        Field{.key = "line", .kind = FieldKind::integer, .value = std::int64_t{rejection->breach.line}});
+    result.verdict = Verdict::rejected;
+    result.signature = f.signature();
+    result.message = f.message();
+    result.findings.push_back(std::move(f));
+    result.flags_read = reads.bits();
+    return result;
+}
+
+}  // namespace
+
 RunResult run_trace(const Trace& trace, const Variant& variant, const RunOptions& options) {
+    if (auto rejected = rejected_run(trace, variant)) return std::move(*rejected);
     RunResult first = run_once(trace, variant, options);
     if (!options.check_determinism || first.internal_error) return first;
     RunOptions replay = options;

@@ -60,6 +60,10 @@ struct RunOptions {
     // What a muted run keeps all the same (RunResult::events_kept): the fuzz target keeps the
     // categories the registry's conditions read, so that classifying a failing input needs no replay.
     EventCategories muted_keeps = {};
+    // A muted run folds every event into RunResult::events_fingerprint (what the determinism replay
+    // compares; the classifier compares a fix's run with the run it fixes). A run that keeps every event
+    // leaves it to events_fingerprint(events).
+    bool fingerprint = false;
     // Checkers that judge only what a step touched (Checker::check_step) also sweep everything
     // every `sweep_period` steps and after the last step. 0: by pool size (1 up to
     // kBlocksPerSweepStep blocks, so small pools are swept every step).

@@ -72,6 +72,8 @@ Json run_view_json(const RunViewInput& input, const CausalSlice& slice) {
                 {"steps_run", result.steps},
                 {"repro", repro_command(input.trace_path, input.variant)},
                 {"finding", finding_view_json(result)},
+                {"settings", input.settings},
+                {"registry", input.registry},
                 {"slice", {{"events", slice.events}, {"trace_lines", trace_lines}, {"requests", slice.requests}}},
                 {"events", events},
                 {"trace_text", input.trace_text}};

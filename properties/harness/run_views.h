@@ -17,6 +17,8 @@ struct RunViewInput {
     std::string_view trace_path;
     std::string_view trace_text;  // the trace file as written (its line numbers are the events' lines)
     std::string_view variant;
+    Json settings = Json::array();  // settings_json of the trace under the variant (settings_view.h)
+    Json registry = nullptr;        // its classification (properties/findings/classification_view.h), if any
 };
 
 // The finding as the page shows it: what the result's first finding names, the upstream assertion

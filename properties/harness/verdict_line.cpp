@@ -20,11 +20,17 @@ std::string verdict_line(const RunResult& result, std::string_view trace_path, s
     return line;
 }
 
+std::string rejection_line(const RunResult& result, std::string_view trace_path) {
+    const Finding& f = result.findings.front();
+    return fmt::format("{}:{}: {}: {}", trace_path, f.fact("line").value_or(0), f.fact_text("field"), f.message());
+}
+
 Json run_json(const Trace& trace, const RunResult& result, std::string_view trace_path, std::string_view variant,
               const ExpectationCheck& expectation) {
     Json connectors = Json::array();
     for (const ConnectorSpec& c : trace.connectors) connectors.push_back({{"kind", c.kind}, {"role", to_string(c.role)}});
     Json out = {{"trace", trace_path}, {"connectors", connectors}, {"variant", variant}};
+    out["multi"] = trace.multi ? Json{{"role", to_string(trace.multi->role)}} : Json(nullptr);
     out.update(run_result_json(result));
     Json expected = nullptr;
     if (expectation.expected)

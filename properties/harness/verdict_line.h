@@ -17,6 +17,9 @@ std::string repro_command(std::string_view trace_path, std::string_view variant)
 std::string verdict_line(const RunResult& result, std::string_view trace_path, std::string_view variant,
                          const ExpectationCheck& expectation);
 
+// A rejected run (Verdict::rejected) as one error line: "FILE:LINE: FIELD: upstream rejects ... (rule ...)".
+std::string rejection_line(const RunResult& result, std::string_view trace_path);
+
 // run_result_json plus the trace, its connector stack ([{kind, role}] in trace order), the
 // variant, the expectation check ({status, expected: {verdict, signature} or null}) and the
 // repro command.

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "properties/suites/suite_common.h"
+#include "sim/trace/config_rules.h"
 
 namespace kvsim::propgen {
 namespace {
@@ -24,6 +25,12 @@ TEST_CASE("generators reach every scenario", "[property][generators]") {
         const Trace trace = build_trace(spec);
         count(fmt::format("stack {}", to_string(spec.stack.kind)));
         for (const ConnectorSpec& c : trace.connectors) count(fmt::format("{} {}", c.kind, to_string(c.role)));
+        if (trace.multi) count(fmt::format("multi {}", to_string(trace.multi->role)));
+        if (trace.workers.load_delay_min == 0) count("load in its own step");
+        if (trace.workers.store_delay_min == 0) count("store job in its own step");
+        for (const char* v : {"v0.27.1", "v0.29.0", "v0.30.0"})
+            if (const auto rejection = upstream_rejects(trace, require_variant(v)))
+                count(fmt::format("rejected by upstream under {}: {}", v, rejection->rule->id));
         count(fmt::format("pressure {}", spec.engine.pressure));
         if (!trace.engine.prefix_caching) count("prefix caching off");
         if (!trace.engine.chunked_prefill) count("chunked prefill off");
@@ -47,7 +54,7 @@ TEST_CASE("generators reach every scenario", "[property][generators]") {
             if (e.category == EventCategory::lookup && e.integer("local").value_or(0) != 0)
                 count("local and external hits overlap");
             if (e.category == EventCategory::park) count("async load");
-            if (e.category == EventCategory::load && !e.flag("async")) count("sync store load");
+            if (e.category == EventCategory::load && !e.flag("async")) count("sync store load (upstream rejects)");
             if (e.category == EventCategory::invalid && e.has("request"))
                 count(recompute ? "failed load recomputed" : "failed load rewound under fail");
             if (e.category == EventCategory::finish && e.text("status") == "FINISHED_ERROR") count("failed load FINISHED_ERROR");
@@ -69,7 +76,8 @@ TEST_CASE("generators reach every scenario", "[property][generators]") {
         "store kv_consumer", "store kv_both", "store kv_producer",
         "p2p kv_consumer", "p2p kv_both", "p2p kv_producer",
         "pressure 0", "pressure 3", "prefix caching off", "chunked prefill off",
-        "preemption", "local and external hits overlap", "async load", "sync store load", "failed load recomputed",
+        "multi kv_consumer", "multi kv_both", "multi kv_producer", "load in its own step", "store job in its own step",
+        "preemption", "local and external hits overlap", "async load", "failed load recomputed",
         "failed load FINISHED_ERROR", "kv_load_failure_policy unstated", "kv_load_failure_policy=recompute",
         "kv_load_failure_policy=fail", "async_scheduling unstated", "async_scheduling=off", "async_scheduling=on",
         "abort from WAITING", "abort from WAITING_FOR_REMOTE_KVS", "abort from RUNNING", "abort from PREEMPTED",
@@ -80,6 +88,12 @@ TEST_CASE("generators reach every scenario", "[property][generators]") {
     for (const std::string& what : required) {
         INFO("never reached: " << what);
         CHECK(seen[what] > 0);
+    }
+    // The generators make only configurations upstream accepts, and never a synchronous store load.
+    for (const auto& [what, n] : seen) {
+        INFO(what);
+        CHECK_FALSE(what.starts_with("rejected by upstream"));
+        CHECK_FALSE(what.starts_with("sync store load"));
     }
     // Most generated traces must run to a clean pass under a clean preset, or the properties test little.
     CHECK(seen["verdict pass"] * 10 >= kSamples * 8);

@@ -63,17 +63,22 @@ void check_family_property(Family family, const std::string& variant_name, int d
         const RunResult r = run_trace(trace, variant);
         if (r.internal_error)
             RC_FAIL(failure_report(trace, variant_name, r, "kvsim internal error: a model precondition failed"));
+        if (r.verdict == Verdict::rejected)
+            RC_FAIL(failure_report(trace, variant_name, r, "the generators made a configuration upstream rejects"));
         std::vector<std::string> bad;
         for (const auto& f : findings(r))
             if (family == Family::other || family_of(f) == family) bad.push_back(f);
         if (bad.empty()) return;
-        // A known finding excuses the run's own signature and the other signatures its entry lists (the same
-        // cause seen from another side in the same run), nothing else it reported.
-        if (const KnownEntry* known = classify(builtin_registry(), trace, variant, r)) {
+        // A known finding excuses the run's own signature and the other signatures its causes list (a cause
+        // seen from another side in the same run), nothing else it reported.
+        if (const Classification c = classify(builtin_registry(), trace, variant, r); c.known()) {
             std::erase(bad, r.signature);
-            std::erase_if(bad, [&](const std::string& f) { return known->signature_named(f) != nullptr; });
+            std::erase_if(bad, [&](const std::string& f) {
+                return std::any_of(c.causes.begin(), c.causes.end(),
+                                   [&](const KnownEntry* e) { return e->signature_named(f) != nullptr; });
+            });
             if (bad.empty()) {
-                RC_TAG(known->id);
+                RC_TAG(c.cause_set());
                 return;
             }
         }

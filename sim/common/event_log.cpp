@@ -171,6 +171,16 @@ void EventFold::value(const FieldValue& value) {
         value);
 }
 
+std::uint64_t events_fingerprint(const std::vector<LogEvent>& events) {
+    EventLog log;
+    log.mute({}, true);
+    for (const LogEvent& e : events) {
+        log.set_step(e.step);
+        log.append(e);
+    }
+    return log.fingerprint();
+}
+
 std::uint64_t fold_event(const LogEvent& event) {
     EventFold fold;
     fold.start(event.category, event.format);

@@ -150,6 +150,8 @@ struct EventFold {
     void value(const FieldValue& value);
 };
 std::uint64_t fold_event(const LogEvent& event);
+// The fingerprint a muted, fingerprinting log (EventLog::mute) folds from `events` as a run appended them.
+std::uint64_t events_fingerprint(const std::vector<LogEvent>& events);
 
 // Builds one event and appends it to the log when it goes out of scope (end of the statement).
 class EventBuilder {

@@ -45,11 +45,14 @@ Engine::Engine(const Trace& trace, const Variant& variant)
     async_scheduling_ = resolved_async_scheduling(trace.engine, variant_);
     SchedulerOptions options;
     options.max_concurrent_batches = async_scheduling_ ? static_cast<int>(kBatchQueueSize) : 1;
+    // Scheduler.__init__ @ 003df2961dd8830c317a61f9745ccd557da9fa06 reads the top-level kv_transfer_config
+    // (defer_block_free: is_kv_consumer) and the connector's requires_kv_delivery, which MultiConnector
+    // answers for any child (multi_connector.py @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1).
+    const std::optional<KvRole> top = top_level_role(trace);
+    options.kv_consumer = top.has_value() && is_kv_consumer(*top);
     for (const ConnectorSpec& spec : trace.connectors) {
-        options.kv_consumer = options.kv_consumer || spec.role != KvRole::kv_producer;
-        options.kv_producer = options.kv_producer || spec.role != KvRole::kv_consumer;
-        options.kv_loader = options.kv_loader || spec.role != KvRole::kv_producer ||
-                            (spec.kind == "store" && spec.enable_lookup);
+        options.kv_producer = options.kv_producer || is_kv_producer(spec.role);
+        options.kv_loader = options.kv_loader || is_kv_consumer(spec.role) || (spec.kind == "store" && spec.enable_lookup);
     }
     // SchedulerConfig.get_scheduler_cls @ 1f8758d584e8f599219d75adf658e182ed809a43
     if (async_scheduling_)

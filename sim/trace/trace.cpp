@@ -36,6 +36,15 @@ std::vector<std::int32_t> Trace::prompt_tokens(const ArriveEvent& arrive) const 
     return concat_segments(arrive.prompt);
 }
 
+std::optional<KvRole> top_level_role(const Trace& trace) {
+    if (trace.multi) return trace.multi->role;
+    if (trace.connectors.size() == 1) return trace.connectors.front().role;
+    return std::nullopt;
+}
+
+bool is_kv_consumer(KvRole role) { return role != KvRole::kv_producer; }
+bool is_kv_producer(KvRole role) { return role != KvRole::kv_consumer; }
+
 std::string_view to_string(KvRole role) { return enum_name(kKvRoleNames, role); }
 std::string_view to_string(Verdict verdict) { return enum_name(kVerdictNames, verdict); }
 std::string_view to_string(FaultKind kind) { return enum_name(kFaultKindNames, kind); }

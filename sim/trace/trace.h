@@ -35,7 +35,7 @@ struct EngineConfig {
     int num_blocks = 64;  // includes the null block 0
     int max_batched_tokens = 2048;
     int max_running = 16;  // max_num_seqs
-    int max_model_len = 4096;
+    int max_model_len = 1008;  // what the default pool holds: (num_blocks - 1) * block_size
     bool chunked_prefill = true;
     bool prefix_caching = true;
     int long_prefill_threshold = 0;  // 0 = off
@@ -57,8 +57,9 @@ struct RunConfig {
 
 enum class KvRole { kv_consumer, kv_producer, kv_both };
 
-// One connector line. Several lines form a MultiConnector, children in file order.
-// kind: stand_in | p2p (MooncakeConnector) | store (MooncakeStoreConnector).
+// One connector line. Several lines form a MultiConnector, children in file order (its own
+// kv_transfer_config is the `multi` line: MultiConnectorSpec).
+// kind: stand_in | p2p (MooncakeConnector) | store (MooncakeStoreConnector) | mock.
 struct ConnectorSpec {
     std::string kind;
     KvRole role = KvRole::kv_consumer;
@@ -74,6 +75,16 @@ struct ConnectorSpec {
     int defer = 0;          // num_defers_before_matching: "not decided yet" answers per request first
 
     bool operator==(const ConnectorSpec&) const = default;
+};
+
+// The MultiConnector's own kv_transfer_config: the top-level kv_role, which the scheduler reads
+// (Scheduler.__init__'s defer_block_free: kv_transfer_config.is_kv_consumer) while each child reads
+// its own (multi_connector.py _get_connector_classes_and_configs builds one KVTransferConfig per
+// child) @ 00f4240ee6458263d76cf51ca7901ce1350bb4d1.
+struct MultiConnectorSpec {
+    KvRole role = KvRole::kv_consumer;
+
+    bool operator==(const MultiConnectorSpec&) const = default;
 };
 
 // The worker side: tensor-parallel ranks and the delay ranges completions draw from
@@ -105,12 +116,16 @@ struct Segment {
     bool operator==(const Segment&) const = default;
 };
 
-enum class Verdict { pass, violation, crash, liveness, nondeterminism, mismatch };
+// rejected: upstream refuses the configuration (sim/trace/config_rules.h); the trace never runs.
+enum class Verdict { pass, violation, crash, liveness, nondeterminism, mismatch, rejected };
 
 struct Expectation {
     std::string variant;
     Verdict verdict = Verdict::pass;
     std::string signature;  // optional; empty = any signature
+    // optional: the registry's causes of the failure, in the order the classifier removes them (a known
+    // finding's cause set, properties/findings/classify.h); empty = not stated
+    std::vector<std::string> causes;
 
     bool operator==(const Expectation&) const = default;
 };
@@ -193,10 +208,28 @@ struct Event {
     bool operator==(const Event& o) const { return step == o.step && body == o.body; }
 };
 
+// Source lines of a parsed trace's non-event lines (events and checks carry their own line), so that
+// what judges the trace later (validate_trace, the configuration rules) names the line. 0 = unknown (a
+// trace built in memory). Never part of a trace's equality: the same trace may be written differently.
+struct TraceLines {
+    int header = 0;
+    int engine = 0;
+    int run = 0;
+    int multi = 0;
+    int workers = 0;
+    std::vector<int> connectors;
+    std::vector<int> segments;
+    std::vector<int> store;
+    std::vector<int> expectations;
+
+    bool operator==(const TraceLines&) const { return true; }
+};
+
 struct Trace {
     int version = kTraceFormatVersion;
     EngineConfig engine;
     RunConfig run;
+    std::optional<MultiConnectorSpec> multi;  // the `multi` line: connectors form a MultiConnector
     std::vector<ConnectorSpec> connectors;
     WorkerConfig workers;
     std::vector<StoreEntry> store;
@@ -204,6 +237,7 @@ struct Trace {
     std::vector<Expectation> expectations;
     std::vector<Event> events;
     std::vector<StepCheck> checks;  // `@STEP check` lines, in file order; never seen by the engine
+    TraceLines lines;                // where the parser read each line (all 0 for a trace built in memory)
 
     bool operator==(const Trace&) const = default;
 
@@ -228,13 +262,14 @@ inline constexpr EnumNames<KvRole, 3> kKvRoleNames = {{
     {KvRole::kv_producer, "kv_producer"},
     {KvRole::kv_both, "kv_both"},
 }};
-inline constexpr EnumNames<Verdict, 6> kVerdictNames = {{
+inline constexpr EnumNames<Verdict, 7> kVerdictNames = {{
     {Verdict::pass, "pass"},
     {Verdict::violation, "violation"},
     {Verdict::crash, "crash"},
     {Verdict::liveness, "liveness"},
     {Verdict::nondeterminism, "nondeterminism"},
     {Verdict::mismatch, "mismatch"},  // a step check read another value than it states
+    {Verdict::rejected, "rejected"},  // a configuration rule of upstream refuses the trace
 }};
 inline constexpr EnumNames<FaultKind, 4> kFaultKindNames = {{
     {FaultKind::store_delay, "store_delay"},
@@ -252,6 +287,14 @@ inline constexpr EnumNames<ReportKind, 5> kReportKindNames = {{
 }};
 
 std::string_view to_string(KvRole role);
+// KVTransferConfig.is_kv_consumer / is_kv_producer (vllm/config/kv_transfer.py @
+// 9dc4946457fb6963f05e08b04382013a745cad8a): kv_both is both.
+bool is_kv_consumer(KvRole role);
+bool is_kv_producer(KvRole role);
+// The kv_role of the engine's top-level kv_transfer_config: the multi line's, or the one connector's.
+// None without a connector, or for several connector lines without a multi line (upstream refuses a
+// KVTransferConfig without kv_role: sim/trace/config_rules.h).
+std::optional<KvRole> top_level_role(const Trace& trace);
 std::string_view to_string(ReportKind kind);
 std::optional<ReportKind> parse_report_kind(std::string_view text);
 std::string_view to_string(Verdict verdict);

@@ -83,6 +83,25 @@ int min_model_len(std::int64_t longest_prompt, std::int64_t longest_store_prefix
     return static_cast<int>(std::max({std::int64_t{2}, longest_prompt + 1, longest_store_prefix}));
 }
 
+int trace_min_model_len(const Trace& t) {
+    const SegmentIndex segments(t);
+    std::int64_t prompt = 0, prefix = 0;
+    for (const Event& e : t.events)
+        if (const auto* a = std::get_if<ArriveEvent>(&e.body))
+            prompt = std::max<std::int64_t>(prompt, static_cast<std::int64_t>(segments.concat(a->prompt).size()));
+    for (const StoreEntry& s : t.store)
+        prefix = std::max<std::int64_t>(prefix, static_cast<std::int64_t>(segments.concat(s.prefix).size()));
+    return min_model_len(prompt, prefix);
+}
+
+void fit_upstream_limits(EngineConfig& e, int shortest) {
+    const std::int64_t usable = static_cast<std::int64_t>(e.num_blocks - kNullBlocks) * e.block_size;
+    e.max_model_len = static_cast<int>(std::min<std::int64_t>(e.max_model_len, std::max<std::int64_t>(usable, shortest)));
+    e.num_blocks = std::max(e.num_blocks, static_cast<int>(cdiv(e.max_model_len, e.block_size)) + kNullBlocks);
+    e.max_batched_tokens = batch_budget(e.chunked_prefill, e.max_batched_tokens, e.max_model_len);
+    e.max_running = std::min(e.max_running, e.max_batched_tokens);
+}
+
 int batch_budget(bool chunked_prefill, int max_batched_tokens, int max_model_len) {
     return chunked_prefill ? max_batched_tokens : std::max(max_batched_tokens, max_model_len);
 }

@@ -82,8 +82,17 @@ bool connectors_take_fault(std::span<const ConnectorSpec> connectors, FaultKind 
 // The smallest max_model_len that holds every prompt (a prompt is at most max_model_len - 1
 // tokens) and every store prefix.
 int min_model_len(std::int64_t longest_prompt, std::int64_t longest_store_prefix);
+// min_model_len of `trace`'s own prompts and store prefixes.
+int trace_min_model_len(const Trace& trace);
 // Without chunked prefill a prompt is scheduled whole: the budget holds max_model_len tokens.
 int batch_budget(bool chunked_prefill, int max_batched_tokens, int max_model_len);
+
+// The engine limits upstream's configuration rules ask for (sim/trace/config_rules.h), fitted the way a
+// generator keeps the pressure it drew: max_model_len comes down to what the pool holds without its null
+// block, never below `shortest` (min_model_len of the trace's prompts and store prefixes), and the pool
+// grows only beyond that; max_running is at most the budget; without chunked prefill the budget holds
+// max_model_len tokens.
+void fit_upstream_limits(EngineConfig& e, int shortest);
 
 // ---- the block pool -----------------------------------------------------------------------
 

@@ -61,7 +61,8 @@ public:
             line_ = lines_.header;
             fail("engine", "missing engine line (required once)");
         }
-        validate_trace(trace_, file_, &lines_);
+        trace_.lines = std::move(lines_);
+        validate_trace(trace_, file_);
         return std::move(trace_);
     }
 
@@ -108,6 +109,10 @@ private:
             if (lines_.run != 0) fail("run", fmt::format("duplicate run line (first on line {})", lines_.run));
             lines_.run = line_;
             trace_.run = parse_line(run_schema(), args);
+        } else if (keyword == multi_schema().keyword) {
+            if (lines_.multi != 0) fail("multi", fmt::format("duplicate multi line (first on line {})", lines_.multi));
+            lines_.multi = line_;
+            trace_.multi = parse_line(multi_schema(), args);
         } else if (keyword == connector_schema().keyword) {
             add(trace_.connectors, lines_.connectors, kMaxConnectors, "connector", connector_schema(), args);
         } else if (keyword == workers_schema().keyword) {
@@ -125,8 +130,8 @@ private:
         } else if (keyword.front() == '@') {
             event(tokens);
         } else {
-            fail("keyword", fmt::format("unknown keyword {} (expected engine, run, connector, workers, segment, "
-                                        "store, expect or @STEP)",
+            fail("keyword", fmt::format("unknown keyword {} (expected engine, run, multi, connector, workers, "
+                                        "segment, store, expect or @STEP)",
                                         quote(keyword)));
         }
     }
@@ -282,7 +287,8 @@ private:
 
 class Validator {
 public:
-    Validator(const Trace& t, std::string_view file, const TraceLines* lines) : t_(t), file_(file), lines_(lines) {}
+    Validator(const Trace& t, std::string_view file, const TraceLines* lines)
+        : t_(t), file_(file), lines_(lines != nullptr ? lines : &t.lines) {}
 
     void run() {
         if (t_.version != kTraceFormatVersion)
@@ -293,7 +299,7 @@ public:
         rows(run_schema(), t_.run, lines_ ? lines_->run : 0);
         rows(workers_schema(), t_.workers, lines_ ? lines_->workers : 0);
         connectors();
-        engine_rules();
+        multi();
         segments();
         store();
         expectations();
@@ -369,9 +375,9 @@ private:
         return nullptr;
     }
 
-    // At most one connector of each kind; stand_in alone (MultiConnector children are p2p, store).
+    // At most one connector of each kind; stand_in alone (MultiConnector children are p2p, store, mock).
     void connectors() const {
-        std::size_t lone = t_.connectors.size();  // a stand_in or mock line: no MultiConnector child
+        std::size_t lone = t_.connectors.size();  // a stand_in line: no MultiConnector child
         for (std::size_t i = 0; i < t_.connectors.size(); ++i) {
             const ConnectorSpec& c = t_.connectors[i];
             const int line = line_at(&TraceLines::connectors, i);
@@ -380,14 +386,25 @@ private:
                 if (t_.connectors[j].kind == c.kind)
                     fail(line, "connector.kind", fmt::format("second connector of kind {} (first on line {})", c.kind,
                                                              line_at(&TraceLines::connectors, j)));
-            if (c.kind == kConnectorStandIn || c.kind == kConnectorMock) lone = i;
+            if (c.kind == kConnectorStandIn) lone = i;
             if (i > 0 && lone < t_.connectors.size())
                 fail(line, "connector.kind",
                      fmt::format("{} cannot be combined with other connectors (lines {} and {}); "
-                                 "MultiConnector children are p2p or store",
+                                 "MultiConnector children are p2p, store or mock",
                                  t_.connectors[lone].kind, line_at(&TraceLines::connectors, i == lone ? 0 : lone),
                                  line));
         }
+    }
+
+    // A MultiConnector has children, and only the kinds a MultiConnector takes.
+    void multi() const {
+        if (!t_.multi) return;
+        const int line = lines_ ? lines_->multi : 0;
+        rows(multi_schema(), *t_.multi, line);
+        if (t_.connectors.empty()) fail(line, "multi", "a multi line needs at least one connector line");
+        for (const ConnectorSpec& c : t_.connectors)
+            if (c.kind == kConnectorStandIn)
+                fail(line, "multi", "stand_in cannot be a MultiConnector child (children are p2p, store or mock)");
     }
 
     // A line the printer would write must parse again (formatted only when it may be too long).
@@ -401,15 +418,6 @@ private:
         if (text.size() > kMaxLineBytes)
             fail(line, field, fmt::format("printed line is {} bytes, more than the maximum {}", text.size(),
                                           kMaxLineBytes));
-    }
-
-    void engine_rules() const {
-        const EngineConfig& e = t_.engine;
-        // vllm/config/scheduler.py SchedulerConfig._verify_args
-        if (!e.chunked_prefill && e.max_batched_tokens < e.max_model_len)
-            fail(lines_ ? lines_->engine : 0, "engine.max_batched_tokens",
-                 fmt::format("chunked_prefill=off needs max_batched_tokens >= max_model_len ({} < {})",
-                             e.max_batched_tokens, e.max_model_len));
     }
 
     void segments() {

@@ -16,19 +16,6 @@ Trace parse_trace(std::string_view text, std::string_view filename);
 // Throws InputError; an unreadable file is reported with line 0.
 Trace parse_trace_file(const std::string& path);
 
-// Source lines of the non-event lines (events carry their own Event::line), so that
-// validation errors on a parsed trace name the line. 0 = unknown (a trace built in memory).
-struct TraceLines {
-    int header = 0;
-    int engine = 0;
-    int run = 0;
-    int workers = 0;
-    std::vector<int> connectors;
-    std::vector<int> segments;
-    std::vector<int> store;
-    std::vector<int> expectations;
-};
-
 // Every rule a parsed trace obeys: value ranges, limits, keys of other kinds left at their
 // defaults, unique names and ids, defined segments, prompt and store prefix lengths, event
 // order, the connectors that requests, store lines and faults need, fault ranks, printable

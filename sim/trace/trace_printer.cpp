@@ -41,6 +41,7 @@ std::string format_header(const Trace& trace) { return fmt::format("{} {}", kTra
 std::string format_line(const EngineConfig& engine) { return schema_line(engine_schema(), engine); }
 std::string format_line(const RunConfig& run) { return schema_line(run_schema(), run); }
 std::string format_line(const ConnectorSpec& connector) { return schema_line(connector_schema(), connector); }
+std::string format_line(const MultiConnectorSpec& multi) { return schema_line(multi_schema(), multi); }
 std::string format_line(const WorkerConfig& workers) { return schema_line(workers_schema(), workers); }
 std::string format_line(const StoreEntry& entry) { return schema_line(store_schema(), entry); }
 std::string format_line(const Segment& segment) { return schema_line(segment_schema(), segment); }
@@ -100,6 +101,7 @@ std::string print_trace(const Trace& trace) {
     std::string out = format_header(trace) + '\n';
     out += format_line(trace.engine) + '\n';
     out += format_line(trace.run) + '\n';
+    if (trace.multi) out += format_line(*trace.multi) + '\n';
     for (const auto& c : trace.connectors) out += format_line(c) + '\n';
     if (prints_workers(trace)) out += format_line(trace.workers) + '\n';
     for (const auto& s : trace.segments) out += format_line(s) + '\n';

@@ -21,6 +21,7 @@ std::string format_header(const Trace& trace);
 std::string format_line(const EngineConfig& engine);
 std::string format_line(const RunConfig& run);
 std::string format_line(const ConnectorSpec& connector);
+std::string format_line(const MultiConnectorSpec& multi);
 std::string format_line(const WorkerConfig& workers);
 std::string format_line(const StoreEntry& entry);
 std::string format_line(const Segment& segment);

@@ -1,6 +1,7 @@
 // The key tables of trace format v1 and the value codec every table row goes through.
 #include "sim/trace/trace_schema.h"
 
+#include "sim/trace/config_rules.h"
 #include "sim/trace/trace_builder.h"
 
 #include "sim/variant/variant.h"
@@ -90,6 +91,28 @@ constexpr Row<OwnerOf<M>> bind(KeySpec spec, bool (*present)(const OwnerOf<M>&) 
 // ---- the tables -------------------------------------------------------------------------
 
 using VT = ValueType;
+using SG = SettingGroup;
+
+// Where upstream sets the defaults the key rows name (upstream_settings.h).
+constexpr std::string_view kCacheConfig = "vllm/config/cache.py CacheConfig @ 002f10e0cfa1373a19a0d2756598a34b700d20e5";
+constexpr std::string_view kKvCacheUtils =
+    "vllm/v1/core/kv_cache_utils.py get_kv_cache_configs @ 003df2961dd8830c317a61f9745ccd557da9fa06 (the GPU memory "
+    "left, unless num_gpu_blocks_override)";
+constexpr std::string_view kSchedulerConfig =
+    "vllm/config/scheduler.py SchedulerConfig @ 01230b40128e570a58e54e75f7e55c4d5cd9246d";
+constexpr std::string_view kScheduler =
+    "vllm/v1/core/sched/scheduler.py Scheduler.__init__ @ 003df2961dd8830c317a61f9745ccd557da9fa06 "
+    "(SchedulerConfig.scheduler_reserve_full_isl)";
+constexpr std::string_view kVllmConfig =
+    "vllm/config/vllm.py VllmConfig.__post_init__ @ 000fc94b754f66aeb60ef5acf1ea2e94cdc65164";
+constexpr std::string_view kStoreScheduler =
+    "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/scheduler.py MooncakeStoreScheduler.__init__ @ "
+    "01529cf1294f2aaf6f1d01ebcf6b7cf9da7c0103";
+
+std::string_view release_load_failure_policy(const Variant& v) { return to_string(v.load_failure_policy_default); }
+std::string_view release_async_scheduling(const Variant& v) {
+    return v.async_scheduling_default == AsyncSchedulingDefault::on ? "on" : "off";
+}
 constexpr std::uint64_t kInt32Max = static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max());
 constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 
@@ -126,34 +149,46 @@ constexpr auto kRequestFaults = fault_kinds_where<fault_names_request>();
 // vllm/config: cache_config.block_size, num_gpu_blocks, scheduler_config.*
 constexpr Row<EngineConfig> kEngineRows[] = {
     bind<&EngineConfig::block_size>({.name = "block_size", .type = VT::integer, .min = 1,
-        .max = limits::kMaxBlockSize, .required = true, .help = "tokens per KV block"}),
+        .max = limits::kMaxBlockSize, .required = true, .help = "tokens per KV block", .group = SG::sizing,
+        .upstream = "16", .upstream_source = kCacheConfig}),
     bind<&EngineConfig::num_blocks>({.name = "num_blocks", .type = VT::integer, .min = 2,
-        .max = limits::kMaxBlocks, .required = true, .help = "KV blocks in the pool, including the null block 0"}),
+        .max = limits::kMaxBlocks, .required = true, .help = "KV blocks in the pool, including the null block 0",
+        .group = SG::sizing, .upstream_source = kKvCacheUtils}),
     bind<&EngineConfig::max_batched_tokens>({.name = "max_batched_tokens", .type = VT::integer, .min = 1,
-        .max = limits::kMaxModelLen, .help = "token budget of one step (max_num_batched_tokens)"}),
+        .max = limits::kMaxModelLen, .help = "token budget of one step (max_num_batched_tokens)", .group = SG::sizing,
+        .upstream = "2048", .upstream_source = kSchedulerConfig}),
     bind<&EngineConfig::max_running>({.name = "max_running", .type = VT::integer, .min = 1,
-        .max = limits::kMaxEvents, .help = "running requests at most (max_num_seqs)"}),
+        .max = limits::kMaxEvents, .help = "running requests at most (max_num_seqs)", .group = SG::sizing,
+        .upstream = "128", .upstream_source = kSchedulerConfig}),
     bind<&EngineConfig::max_model_len>({.name = "max_model_len", .type = VT::integer, .min = 2,
-        .max = limits::kMaxModelLen, .help = "prompt plus output tokens of one request at most"}),
+        .max = limits::kMaxModelLen, .required = true,
+        .help = "prompt plus output tokens of one request at most; the pool must hold one such request "
+                "(rule kv_cache_holds_max_model_len)",
+        .group = SG::sizing, .upstream_source = kSchedulerConfig}),
     bind<&EngineConfig::chunked_prefill>({.name = "chunked_prefill", .type = VT::boolean,
-        .help = "split long prefills over steps; off requires max_batched_tokens >= max_model_len"}),
+        .help = "split long prefills over steps; off requires max_batched_tokens >= max_model_len",
+        .group = SG::setting, .upstream = "on", .upstream_source = kSchedulerConfig}),
     bind<&EngineConfig::prefix_caching>({.name = "prefix_caching", .type = VT::boolean,
-        .help = "reuse cached full blocks with equal token prefixes"}),
+        .help = "reuse cached full blocks with equal token prefixes", .group = SG::setting, .upstream = "on",
+        .upstream_source = kCacheConfig}),
     bind<&EngineConfig::long_prefill_threshold>({.name = "long_prefill_threshold", .type = VT::integer,
-        .min = 0, .max = limits::kMaxModelLen, .help = "cap on one request's prefill tokens per step; 0 = off"}),
+        .min = 0, .max = limits::kMaxModelLen, .help = "cap on one request's prefill tokens per step; 0 = off",
+        .group = SG::setting, .upstream = "0", .upstream_source = kSchedulerConfig}),
     bind<&EngineConfig::reserve_full_isl>({.name = "reserve_full_isl", .type = VT::boolean,
-        .help = "scheduler_reserve_full_isl: admit only when the whole sequence fits"}),
+        .help = "scheduler_reserve_full_isl: admit only when the whole sequence fits", .group = SG::setting,
+        .upstream = "on", .upstream_source = kScheduler}),
     // KVTransferConfig.kv_load_failure_policy: one per engine, whatever the connector stack.
     bind<&EngineConfig::kv_load_failure_policy>({.name = "kv_load_failure_policy", .type = VT::choice,
         .help = "KVTransferConfig.kv_load_failure_policy: a request whose KV load fails ends FINISHED_ERROR (fail) "
                 "or recomputes from its valid prefix (recompute); unset = the variant's "
                 "load_failure_policy_default (fail in every release kvsim models)",
-        .choices = kLoadFailurePolicies},
+        .choices = kLoadFailurePolicies, .group = SG::setting, .upstream_source = "#34896",
+        .upstream_for = &release_load_failure_policy},
         +[](const EngineConfig& e) { return e.kv_load_failure_policy.has_value(); }),
     bind<&EngineConfig::async_scheduling>({.name = "async_scheduling", .type = VT::boolean,
         .help = "SchedulerConfig.async_scheduling: schedule step N+1 before step N's output is processed; "
                 "unset = the variant's async_scheduling_default (on in every release kvsim models)",
-        .optional = true},
+        .optional = true, .group = SG::setting, .upstream_source = kVllmConfig, .upstream_for = &release_async_scheduling},
         +[](const EngineConfig& e) { return e.async_scheduling.has_value(); }),
 };
 
@@ -178,41 +213,52 @@ constexpr Row<ConnectorSpec> kConnectorRows[] = {
         .max = limits::kMaxDelay, .help = "steps from load start to finished_recving", .kinds = kOnlyStandIn}),
     // MooncakeStoreConnector kv_connector_extra_config
     bind<&ConnectorSpec::load_async>({.name = "load_async", .type = VT::boolean,
-        .help = "loads complete asynchronously, reported through finished_recving",
-        .kinds = kOnlyStore}),
+        .help = "loads complete asynchronously, reported through finished_recving; off is refused upstream "
+                "(rule store_load_async)",
+        .kinds = kOnlyStore, .group = SG::setting, .upstream = "on", .upstream_source = kStoreScheduler}),
     bind<&ConnectorSpec::lookup_async>({.name = "lookup_async", .type = VT::boolean,
         .help = "the store lookup may answer in a later step (the request waits)",
-        .kinds = kOnlyStore}),
+        .kinds = kOnlyStore, .group = SG::setting, .upstream = "off", .upstream_source = kStoreScheduler}),
     bind<&ConnectorSpec::enable_lookup>({.name = "enable_lookup", .type = VT::boolean,
-        .help = "ask the store how many prompt tokens it already holds", .kinds = kOnlyStore}),
+        .help = "ask the store how many prompt tokens it already holds", .kinds = kOnlyStore, .group = SG::setting,
+        .upstream = "on", .upstream_source = kStoreScheduler}),
     bind<&ConnectorSpec::save_decode_cache>({.name = "save_decode_cache", .type = VT::boolean,
-        .help = "also save blocks filled while decoding", .kinds = kOnlyStore}),
-    // tests/v1/kv_connector/unit/utils.py MockKVConfig
+        .help = "also save blocks filled while decoding", .kinds = kOnlyStore, .group = SG::setting,
+        .upstream = "off", .upstream_source = kStoreScheduler}),
+    // tests/v1/kv_connector/unit/utils.py MockKVConfig. Its matched tokens and defers script the scenario,
+    // as store prefixes and faults do (no setting); its load mode is the test double's behaviour.
     bind<&ConnectorSpec::matched>({.name = "matched", .type = VT::integer, .min = 0, .max = limits::kMaxModelLen,
         .help = "matched_tokens: external tokens get_num_new_matched_tokens answers", .kinds = kOnlyMock}),
     bind<&ConnectorSpec::is_async>({.name = "async", .type = VT::boolean,
         .help = "is_async: the matched tokens load asynchronously (the request waits for finished_recving)",
-        .kinds = kOnlyMock}),
+        .kinds = kOnlyMock, .group = SG::test_double}),
     bind<&ConnectorSpec::defer>({.name = "defer", .type = VT::integer, .min = 0, .max = limits::kMaxDelay,
         .help = "num_defers_before_matching: \"not decided yet\" answers per request before matching",
         .kinds = kOnlyMock}),
 };
 
+constexpr Row<MultiConnectorSpec> kMultiRows[] = {
+    bind<&MultiConnectorSpec::role>({.name = "role", .type = VT::choice, .required = true,
+        .help = "the MultiConnector's own kv_role (its top-level kv_transfer_config); each connector line keeps "
+                "its own",
+        .choices = kRoleChoices}),
+};
+
 constexpr Row<WorkerConfig> kWorkersRows[] = {
     bind<&WorkerConfig::ranks>({.name = "ranks", .type = VT::integer, .min = 1,
-        .max = static_cast<std::uint64_t>(kMaxRanks), .help = "worker ranks (tensor parallel size)"}),
+        .max = static_cast<std::uint64_t>(kMaxRanks), .help = "worker ranks (tensor parallel size)", .group = SG::environment}),
     bind<&WorkerConfig::store_delay_min>({.name = "store_delay_min", .type = VT::integer, .min = 0,
-        .max = limits::kMaxDelay, .help = "fewest steps from a store job's start to one rank's report"}),
+        .max = limits::kMaxDelay, .help = "fewest steps from a store job's start to one rank's report", .group = SG::environment}),
     bind<&WorkerConfig::store_delay_max>({.name = "store_delay_max", .type = VT::integer, .min = 0,
         .max = limits::kMaxDelay, .help = "most steps from a store job's start to one rank's report",
-        .not_below = "store_delay_min"}),
+        .not_below = "store_delay_min", .group = SG::environment}),
     bind<&WorkerConfig::load_delay_min>({.name = "load_delay_min", .type = VT::integer, .min = 0,
-        .max = limits::kMaxDelay, .help = "fewest steps from a load's start to its completion"}),
+        .max = limits::kMaxDelay, .help = "fewest steps from a load's start to its completion", .group = SG::environment}),
     bind<&WorkerConfig::load_delay_max>({.name = "load_delay_max", .type = VT::integer, .min = 0,
         .max = limits::kMaxDelay, .help = "most steps from a load's start to its completion",
-        .not_below = "load_delay_min"}),
+        .not_below = "load_delay_min", .group = SG::environment}),
     bind<&WorkerConfig::pull_delay>({.name = "pull_delay", .type = VT::integer, .min = 0, .max = limits::kMaxDelay,
-        .help = "p2p kv_producer: steps from a finished request to the decode side's pull"}),
+        .help = "p2p kv_producer: steps from a finished request to the decode side's pull", .group = SG::environment}),
 };
 
 constexpr Row<StoreEntry> kStoreRows[] = {
@@ -250,6 +296,10 @@ constexpr Row<Expectation> kExpectRows[] = {
     bind<&Expectation::signature>({.name = "signature", .type = VT::text, .max = kMaxSignatureLen,
         .help = "finding signature the run must report; absent = any"},
         +[](const Expectation& e) { return !e.signature.empty(); }),
+    bind<&Expectation::causes>({.name = "causes", .type = VT::name_list, .max = limits::kMaxIdLen, .max_items = 16,
+        .help = "registry entries the failure is known as, in the order the classifier removes them (a+b); "
+                "absent = not checked"},
+        +[](const Expectation& e) { return !e.causes.empty(); }),
 };
 
 constexpr Row<ArriveEvent> kArriveRows[] = {
@@ -329,6 +379,12 @@ constexpr LineSchema<ConnectorSpec> kConnector{
     .help = "one connector; p2p and store lines together form a MultiConnector, children in file order",
     .rows = kConnectorRows,
     .kind_key = "kind"};
+constexpr LineSchema<MultiConnectorSpec> kMulti{
+    .keyword = "multi",
+    .field_prefix = "multi",
+    .help = "the connector lines form a MultiConnector with this top-level config; at most once, required "
+            "with two or more connector lines",
+    .rows = kMultiRows};
 constexpr LineSchema<WorkerConfig> kWorkers{.keyword = "workers",
                                             .field_prefix = "workers",
                                             .help = "worker ranks and completion delays; at most once",
@@ -571,6 +627,7 @@ void describe(const LineSchema<T>& schema, bool event, std::string& out) {
 const LineSchema<EngineConfig>& engine_schema() { return kEngine; }
 const LineSchema<RunConfig>& run_schema() { return kRun; }
 const LineSchema<ConnectorSpec>& connector_schema() { return kConnector; }
+const LineSchema<MultiConnectorSpec>& multi_schema() { return kMulti; }
 const LineSchema<Segment>& segment_schema() { return kSegment; }
 const LineSchema<Expectation>& expect_schema() { return kExpect; }
 const LineSchema<ArriveEvent>& arrive_schema() { return kArrive; }
@@ -713,6 +770,7 @@ std::string format_help() {
         kTraceFormatVersion, kMaxLineBytes, kTraceMagic);
     describe(kEngine, false, out);
     describe(kRun, false, out);
+    describe(kMulti, false, out);
     describe(kConnector, false, out);
     describe(kWorkers, false, out);
     describe(kSegment, false, out);
@@ -727,7 +785,8 @@ std::string format_help() {
     out += check_format_help();
     out += fmt::format(
         "\nA key marked \"KIND only\" is an error on a line of another kind.\n"
-        "Connectors: at most one of each kind; stand_in and mock stand alone, p2p and store may combine.\n"
+        "Connectors: at most one of each kind; stand_in stands alone, p2p, store and mock may combine\n"
+        "into a MultiConnector (children in file order), whose `multi` line gives its own kv_role.\n"
         "Events: STEP is 0..{} and below run.max_steps; steps never decrease in file order.\n"
         "A prompt has 1 to max_model_len-1 tokens, a store prefix 1 to max_model_len; every segment\n"
         "they name must be defined. remote_prefill=on needs a p2p or stand_in connector,\n"
@@ -739,6 +798,7 @@ std::string format_help() {
         "on an earlier line (the run skips it while the old request is still alive).\n"
         "Limits: {} segments, {} store lines, {} events, {} expect lines.\n",
         limits::kMaxSteps - 1, limits::kMaxSegments, kMaxStoreEntries, limits::kMaxEvents, kMaxExpectations);
+    out += config_rules_help();
     return out;
 }
 

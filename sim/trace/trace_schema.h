@@ -43,6 +43,11 @@ enum class ValueType {
     name_list,   // a+b+c: 1..max_items identifiers of at most `max` characters
 };
 
+// What a key is to upstream (sim/trace/upstream_settings.h): a setting its users choose, the sizing of a
+// deployment (the model and the GPU decide it), the environment kvsim draws (ranks' timing), or none (the
+// trace's own bookkeeping: run, segments, events, expect lines).
+enum class SettingGroup { none, setting, sizing, environment, test_double };
+
 struct KeySpec {
     std::string_view name = {};
     ValueType type = ValueType::integer;
@@ -62,6 +67,13 @@ struct KeySpec {
     std::string_view not_below = {};
     // No default of its own: unstated, the variant's flag decides (`kvsim format` says "optional").
     bool optional = false;
+    SettingGroup group = SettingGroup::none;
+    // Upstream's default, as this key's value text ("on", "16"); empty when upstream has none (sizing a
+    // deployment decides it) or, for an optional key, when the variant's default is upstream's.
+    std::string_view upstream = {};
+    std::string_view upstream_source = {};  // where upstream sets that default: `path @ full commit`, or a PR
+    // Keys whose upstream default is the release's (a variant flag): that default's text.
+    std::string_view (*upstream_for)(const Variant&) = nullptr;
 };
 
 // A parsed value. Integers from text are uint64; int fields read back from memory are
@@ -96,6 +108,7 @@ struct LineSchema {
 const LineSchema<EngineConfig>& engine_schema();
 const LineSchema<RunConfig>& run_schema();
 const LineSchema<ConnectorSpec>& connector_schema();
+const LineSchema<MultiConnectorSpec>& multi_schema();
 const LineSchema<Segment>& segment_schema();
 const LineSchema<Expectation>& expect_schema();
 const LineSchema<ArriveEvent>& arrive_schema();

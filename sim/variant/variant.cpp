@@ -59,12 +59,8 @@ const std::vector<FlagRow>& flag_rows() {
                                           {{"preempted", ""}, {"stops_retry", "#49675's guard on pins, kvsim fix"}}),
         flag_row<&Variant::pinned_self_victim>("pinned_self_victim",
                                                {{"preempted", ""}, {"waits_for_pins", "kvsim fix"}}),
-        flag_row<&Variant::store_tracker_rewind>("store_tracker_rewind", {{"off", ""}, {"on", "kvsim fix"}}),
         flag_row<&Variant::blockless_failed_load>(
             "blockless_failed_load", {{"stays_skipped", ""}, {"requeued_waiting", "#57841's limit, kvsim fix"}}),
-        flag_row<&Variant::save_over_loading_block>(
-            "save_over_loading_block",
-            {{"emitted", ""}, {"deferred", "kvsim fix"}, {"deferred_while_unprocessed", "kvsim fix"}}),
         flag_row<&Variant::failed_load_placeholders>(
             "failed_load_placeholders",
             {{"kept", ""}, {"rolled_back", "#45430, closed"}, {"rolled_back_but_one", "#49252, open"}}),
@@ -86,6 +82,10 @@ const std::vector<FlagRow>& flag_rows() {
         flag_row<&Variant::preempted_output>(
             "preempted_output",
             {{"placeholders_kept", ""}, {"stale_delivered", "#48245"}, {"stale_dropped_for_producers", "#50297"}}),
+        flag_row<&Variant::store_sync_load>(
+            "store_sync_load", {{"asserts", ""}, {"hotfix_loads_before_forward", "a downstream hotfix"}}),
+        flag_row<&Variant::kv_cache_check>("kv_cache_check",
+                                           {{"max_model_len", "#41069"}, {"max_model_len_and_null_block", "#47272"}}),
     };
     return rows;
 }
@@ -117,14 +117,16 @@ const std::vector<Release>& releases() {
     static const std::vector<Release> table = {
         {.name = "v0.27.1",
          .description = "before #51358: no block-state snapshot, saves use tracker ids, store frees delayed via "
-                        "request_finished (L1; derived); #48245's stale output without #50297's drop (derived)",
+                        "request_finished (L1; derived); #48245's stale output without #50297's drop (derived); "
+                        "#41069's KV cache check without #47272's null block (derived)",
          .flags = Variant{.free_order = FreeOrder::fresh_head,
                           .snapshot_rule = SnapshotRule::none,
                           .stale_save = StaleSave::tracker_ids,
                           .pending_load_guard = PendingLoadGuard::off,
                           .save_block_refs = SaveBlockRefs::delay_free,
                           .fenced_victim = FencedVictim::preempted,
-                          .preempted_output = PreemptedOutput::stale_delivered}},
+                          .preempted_output = PreemptedOutput::stale_delivered,
+                          .kv_cache_check = KvCacheCheck::max_model_len}},
         {.name = "v0.29.0",
          .description = "#51358 eager snapshot + assertion, #52372 store-job pins, no #54643 guard",
          .flags = Variant{.snapshot_rule = SnapshotRule::eager, .pending_load_guard = PendingLoadGuard::off}},
@@ -201,25 +203,10 @@ const std::vector<Patch>& patches() {
                       "store-job pins hold would cover its allocation"},
              .settings = {{.flag = "pinned_self_victim", .value = "waits_for_pins"}},
              .fixes_finding = true},
-            {.info = {.name = "store_tracker_rewind",
-                      .description = "kvsim fix: the store's RequestTracker follows the core's rewind after a failed "
-                      "sync load"},
-             .settings = {{.flag = "store_tracker_rewind", .value = "on"}},
-             .fixes_finding = true},
             {.info = {.name = "requeue_blockless_failed_load",
                       .description = "kvsim fix (#57841's recompute limit): a request whose failed async load freed "
                       "every block re-enters waiting behind the skipped requests that hold blocks"},
              .settings = {{.flag = "blockless_failed_load", .value = "requeued_waiting"}},
-             .fixes_finding = true},
-            {.info = {.name = "defer_save_over_sync_load",
-                      .description = "kvsim fix: a store save whose blocks include one a load of the same step "
-                      "writes waits for a later step"},
-             .settings = {{.flag = "save_over_loading_block", .value = "deferred"}},
-             .fixes_finding = true},
-            {.info = {.name = "defer_save_over_inflight_sync_load",
-                      .description = "kvsim fix: a store save also waits while a synchronous load of an earlier step "
-                      "whose output is not yet processed writes its blocks"},
-             .settings = {{.flag = "save_over_loading_block", .value = "deferred_while_unprocessed"}},
              .fixes_finding = true},
             {.info = {.name = "rollback_placeholders_on_failed_load",
                       .description = "fix proposed for issue #45138 (#45430's rule): a request rewound by a failed "
@@ -227,9 +214,10 @@ const std::vector<Patch>& patches() {
              .settings = {{.flag = "failed_load_placeholders", .value = "rolled_back"}},
              .fixes_finding = true},
             {.info = {.name = "defer_free_for_loading_producer",
-                      .description = "kvsim fix: #45357's fenced frees also for a kv_producer stack whose store "
-                      "connector looks prompts up and loads them"},
-             .settings = {{.flag = "deferred_free_scope", .value = "any_loader"}},
+                      .description = "kvsim fix: #45357's fenced frees (restored where a variant lacks them) also for a stack "
+                      "whose top-level role is kv_producer while a connector loads"},
+             .settings = {{.flag = "deferred_block_free", .value = "fenced"},
+                          {.flag = "deferred_free_scope", .value = "any_loader"}},
              .fixes_finding = true},
             {.info = {.name = "cap_failed_load_full_prompt",
                       .description = "kvsim fix: a promoted request whose failed async load left it every token computed "
@@ -268,6 +256,13 @@ const std::vector<Patch>& patches() {
                       .description = "upstream #49252 (open): a request rewound by a failed sync load drops its output "
                       "placeholders and discards all but one of their frames"},
              .settings = {{.flag = "failed_load_placeholders", .value = "rolled_back_but_one"}}},
+            {.info = {.name = "sync_store_load_hotfix",
+                      .description = "a published downstream hotfix (Unintendedz/DeepSeek-v4-Flash-DSpark-2x-DGX-Spark): "
+                      "MooncakeStoreWorker loads before the forward when load_async is off, and raises on a failed block"},
+             .settings = {{.flag = "store_sync_load", .value = "hotfix_loads_before_forward"}}},
+            {.info = {.name = "pre47272",
+                      .description = "upstream before #47272: the KV cache check counts the null block as usable"},
+             .settings = {{.flag = "kv_cache_check", .value = "max_model_len"}}},
             {.info = {.name = "pr45406",
                       .description = "upstream #45406 (closed): a waiting request that cannot be admitted is skipped for "
                       "the step while a queued request holds blocks"},
@@ -320,18 +315,23 @@ std::optional<Variant> resolve_variant(std::string_view name, std::string* error
     }
     Variant v = base->flags;
     for (std::size_t i = 1; i < parts.size(); ++i) {
-        const auto patch = std::find_if(patches().begin(), patches().end(),
-                                        [&](const Patch& p) { return p.info.name == parts[i]; });
-        if (patch == patches().end()) {
+        if (!apply_variant_patch(v, parts[i])) {
             if (error)
                 *error = fmt::format("unknown variant patch '+{}' in '{}' (patches: {})", parts[i], name,
                                      joined_names(patches(), [](const Patch& p) { return p.info.name; }));
             return std::nullopt;
         }
-        for (const FlagSetting& setting : patch->settings) set_flag(v, setting.flag, setting.value);
     }
     v.name = std::string(name);
     return v;
+}
+
+bool apply_variant_patch(Variant& v, std::string_view patch_name) {
+    const auto patch = std::find_if(patches().begin(), patches().end(),
+                                    [&](const Patch& p) { return p.info.name == patch_name; });
+    if (patch == patches().end()) return false;
+    for (const FlagSetting& setting : patch->settings) set_flag(v, setting.flag, setting.value);
+    return true;
 }
 
 Variant require_variant(std::string_view name) {

@@ -74,19 +74,11 @@ enum class PinnedVictim { preempted, stops_retry };
 // Running phase: a request that the allocation retry reaches as its own victim is preempted, or waits
 // for the step's store jobs when blocks only their pins hold would cover what it lacks (kvsim fix).
 enum class PinnedSelfVictim { preempted, waits_for_pins };
-// MooncakeStoreScheduler's RequestTracker after the core rewinds num_computed_tokens (failed
-// sync load): keeps counting, or is rewound to the core's count.
-enum class StoreTrackerRewind { off, on };
 // Waiting phase: a request whose async load failed with nothing valid (recompute policy) and whose
 // blocks were freed stays where it was in skipped_waiting, or re-enters waiting at the front, behind
 // every skipped request that still holds blocks (#57841's invariant, which its limits leave open
 // for the recompute policy).
 enum class BlocklessFailedLoad { stays_skipped, requeued_waiting };
-// MooncakeStoreScheduler.build_connector_meta: a save whose blocks include one a load of the same
-// step writes is emitted, or deferred to a later step with its watermark rolled back; or deferred also
-// over the blocks a synchronous load of an earlier step writes while that step's output is not yet
-// processed (under async scheduling its failure is not known yet).
-enum class SaveOverLoadingBlock { emitted, deferred, deferred_while_unprocessed };
 // Async scheduling, recompute policy: a request rewound by a failed sync load keeps the output
 // placeholders of the steps in flight (issue #45138), or they are rolled back: the frames of steps in
 // flight other than the processed one are discarded (#45430's rule, closed unmerged), or all but one of
@@ -129,6 +121,18 @@ enum class BlockedHead { stops_scan, skipped_for_holders };
 // stack requires KV delivery, that is when a connector's role produces KV (#50297: requires_kv_delivery).
 enum class PreemptedOutput { placeholders_kept, stale_delivered, stale_dropped_for_producers };
 
+// MooncakeStoreConnector's synchronous loads (load_async=off). Upstream's MooncakeStoreWorker asserts
+// load_async on every step (get_finished @ 003df2961dd8830c317a61f9745ccd557da9fa06, start_load_kv @
+// 01529cf1294f2aaf6f1d01ebcf6b7cf9da7c0103): the configuration rule store_load_async rejects such a
+// trace (sim/trace/config_rules.h). A published downstream hotfix (Unintendedz/DeepSeek-v4-Flash-DSpark-
+// 2x-DGX-Spark patches/hotfix-dsv4-mooncake-eagle-lookup.py @ 1f42f2a8673978542f29d1c3639d7c0d88bfb74d)
+// loads before the forward instead, and raises RuntimeError when a block fails to load.
+enum class StoreSyncLoad { asserts, hotfix_loads_before_forward };
+// The KV cache check at engine start (vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory @
+// 003df2961dd8830c317a61f9745ccd557da9fa06): the pool, num_gpu_blocks_override included (#41069), holds
+// one request of max_model_len tokens; from #47272 without counting the null block.
+enum class KvCacheCheck { max_model_len, max_model_len_and_null_block };
+
 struct Variant {
     // Reads a flag where a decision of the model depends on it, noting the read (the run's FlagReads).
     template <auto Member>
@@ -150,9 +154,7 @@ struct Variant {
     AsyncLoadBehindBlockless async_load_behind_blockless = AsyncLoadBehindBlockless::admitted;
     PinnedVictim pinned_victim = PinnedVictim::preempted;
     PinnedSelfVictim pinned_self_victim = PinnedSelfVictim::preempted;
-    StoreTrackerRewind store_tracker_rewind = StoreTrackerRewind::off;
     BlocklessFailedLoad blockless_failed_load = BlocklessFailedLoad::stays_skipped;
-    SaveOverLoadingBlock save_over_loading_block = SaveOverLoadingBlock::emitted;
     FailedLoadPlaceholders failed_load_placeholders = FailedLoadPlaceholders::kept;
     FailedLoadFullPrompt failed_load_full_prompt = FailedLoadFullPrompt::kept;
     RollbackFullPrompt rollback_full_prompt = RollbackFullPrompt::stranded;
@@ -163,6 +165,8 @@ struct Variant {
     AsyncLoadAccounting async_load_accounting = AsyncLoadAccounting::uncounted;
     BlockedHead blocked_head = BlockedHead::stops_scan;
     PreemptedOutput preempted_output = PreemptedOutput::stale_dropped_for_producers;
+    StoreSyncLoad store_sync_load = StoreSyncLoad::asserts;
+    KvCacheCheck kv_cache_check = KvCacheCheck::max_model_len_and_null_block;
 };
 
 // Each flag's bit in FlagReads: one per field above, in their order (variant_flag_bit checks the rows agree).
@@ -185,19 +189,19 @@ KVSIM_FLAG_BIT(failed_load_inflight, 10);
 KVSIM_FLAG_BIT(async_load_behind_blockless, 11);
 KVSIM_FLAG_BIT(pinned_victim, 12);
 KVSIM_FLAG_BIT(pinned_self_victim, 13);
-KVSIM_FLAG_BIT(store_tracker_rewind, 14);
-KVSIM_FLAG_BIT(blockless_failed_load, 15);
-KVSIM_FLAG_BIT(save_over_loading_block, 16);
-KVSIM_FLAG_BIT(failed_load_placeholders, 17);
-KVSIM_FLAG_BIT(failed_load_full_prompt, 18);
-KVSIM_FLAG_BIT(rollback_full_prompt, 19);
-KVSIM_FLAG_BIT(async_scheduling_default, 20);
-KVSIM_FLAG_BIT(deferred_block_free, 21);
-KVSIM_FLAG_BIT(deferred_free_scope, 22);
-KVSIM_FLAG_BIT(fenced_victim, 23);
-KVSIM_FLAG_BIT(async_load_accounting, 24);
-KVSIM_FLAG_BIT(blocked_head, 25);
-KVSIM_FLAG_BIT(preempted_output, 26);
+KVSIM_FLAG_BIT(blockless_failed_load, 14);
+KVSIM_FLAG_BIT(failed_load_placeholders, 15);
+KVSIM_FLAG_BIT(failed_load_full_prompt, 16);
+KVSIM_FLAG_BIT(rollback_full_prompt, 17);
+KVSIM_FLAG_BIT(async_scheduling_default, 18);
+KVSIM_FLAG_BIT(deferred_block_free, 19);
+KVSIM_FLAG_BIT(deferred_free_scope, 20);
+KVSIM_FLAG_BIT(fenced_victim, 21);
+KVSIM_FLAG_BIT(async_load_accounting, 22);
+KVSIM_FLAG_BIT(blocked_head, 23);
+KVSIM_FLAG_BIT(preempted_output, 24);
+KVSIM_FLAG_BIT(store_sync_load, 25);
+KVSIM_FLAG_BIT(kv_cache_check, 26);
 #undef KVSIM_FLAG_BIT
 
 template <auto Member>
@@ -256,6 +260,9 @@ std::vector<int> variant_flag_bits();
 std::string_view variant_flag_value(const Variant& v, std::string_view flag);
 // Sets `flag` to the value named `value`; false (v unchanged) when either is unknown.
 bool set_variant_flag(Variant& v, std::string_view flag, std::string_view value);
+// Applies the flag settings of the patch named `patch` (without its '+'); false (v unchanged) when there
+// is no such patch. The name is left as it is.
+bool apply_variant_patch(Variant& v, std::string_view patch);
 
 // `kvsim variants`: presets x flags table.
 std::string variants_table();

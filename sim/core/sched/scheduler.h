@@ -35,8 +35,8 @@ struct StatusTransition {
 // How the engine core drives the scheduler (vllm/v1/engine/core.py EngineCore.__init__: batch_queue_size).
 struct SchedulerOptions {
     int max_concurrent_batches = 1;  // 2 under async scheduling
-    bool kv_consumer = false;        // a connector of the stack loads KV (kv_consumer or kv_both)
-    bool kv_loader = false;          // kv_consumer, or a kv_producer store connector that looks prompts up
+    bool kv_consumer = false;        // the top-level kv_transfer_config is_kv_consumer (kv_consumer or kv_both)
+    bool kv_loader = false;          // some connector loads: a consumer one, or a store connector that looks up
     bool kv_producer = false;        // a connector of the stack produces KV (kv_producer or kv_both)
 };
 

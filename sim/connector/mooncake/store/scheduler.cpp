@@ -113,8 +113,6 @@ std::shared_ptr<const ConnectorMetadata> MooncakeStoreScheduler::build_connector
     add_pending_load_requests(*meta, output);
 
     apply_current_save_block_ids(*meta, output);
-    if (variant_.flag<&Variant::save_over_loading_block>() != SaveOverLoadingBlock::emitted)
-        defer_saves_over_loading_blocks(*meta);
     if (variant_.flag<&Variant::save_block_refs>() == SaveBlockRefs::store_job_pins) reference_save_blocks(*meta);
     return meta;
 }
@@ -210,13 +208,6 @@ void MooncakeStoreScheduler::add_running_request(StoreMetadata& meta, const Sche
         throw UpstreamAssertion("store_tracker_missing", site("build_connector_meta"),
                                 fmt::format("KeyError: '{}'", req_id), req_id);
     RequestTracker& tracker = *found;
-    // store_tracker_rewind=on (kvsim's fix): the core rewound num_computed_tokens below the tracker
-    // (a failed sync load is recomputed), so the tracker and its save watermark follow it.
-    if (cached.num_computed_tokens[i] < tracker.token_len &&
-        variant_.flag<&Variant::store_tracker_rewind>() == StoreTrackerRewind::on) {
-        tracker.token_len = cached.num_computed_tokens[i];
-        tracker.num_saved_tokens = std::min(tracker.num_saved_tokens, tracker.token_len);
-    }
     // The count before this step, so the step that completes the prompt is still prefill.
     const bool is_decode = cached.num_computed_tokens[i] >= tracker.prefill_end_tokens;
     if (is_decode && !spec_.save_decode_cache) return;
@@ -307,49 +298,6 @@ void MooncakeStoreScheduler::apply_current_save_block_ids(StoreMetadata& meta, c
     });
 }
 
-// save_over_loading_block=deferred (kvsim's fix): a load of this step writes blocks that allocate_slots has
-// already cached when it is synchronous, so another request can take them as a prefix hit in the same step.
-// A save over such a block (or over KV computed on top of it) waits: the load may still fail. Its watermark
-// rolls back, as #55066 does for a stale save, so a later step saves those tokens. deferred_while_unprocessed
-// (kvsim's fix): under async scheduling the step before is scheduled, and its save built, before the output
-// of the step whose load failed is processed; the loads of such steps count too.
-void MooncakeStoreScheduler::defer_saves_over_loading_blocks(StoreMetadata& meta) {
-    std::vector<BlockId> this_step = loading_blocks(meta);
-    const std::set<BlockId> loading(this_step.begin(), this_step.end());
-    std::set<BlockId> in_flight;
-    if (variant_.flag<&Variant::save_over_loading_block>() == SaveOverLoadingBlock::deferred_while_unprocessed) {
-        for (const auto& blocks : unprocessed_loads_) in_flight.insert(blocks.begin(), blocks.end());
-        unprocessed_loads_.push_back(std::move(this_step));
-    }
-    if (loading.empty() && in_flight.empty()) return;
-    std::erase_if(meta.requests, [&](const ReqMeta& m) {
-        if (!m.can_save || m.block_ids.empty()) return false;
-        const auto& blocks = m.block_ids.front();
-        const auto covered = static_cast<std::size_t>((m.token_len_chunk + block_size_ - 1) / block_size_);
-        const auto saved = std::span(blocks).first(std::min(blocks.size(), covered));
-        const bool now = std::any_of(saved.begin(), saved.end(), [&](BlockId b) { return loading.contains(b); });
-        if (!now && std::none_of(saved.begin(), saved.end(), [&](BlockId b) { return in_flight.contains(b); }))
-            return false;
-        if (RequestTracker* tracker = request_trackers_.find(m.req_id)) tracker->num_saved_tokens = m.token_ids_start;
-        log_.event(EventCategory::warn, now ? "store save of {request} deferred: a load of this step writes its blocks"
-                                            : "store save of {request} deferred: a load of a step in flight writes its blocks")
-            .request(m.req_id);
-        return true;
-    });
-}
-
-std::vector<BlockId> MooncakeStoreScheduler::loading_blocks(const StoreMetadata& meta) const {
-    std::vector<BlockId> loading;
-    for (const ReqMeta& m : meta.requests) {
-        if (!m.load_spec || m.block_ids.empty()) continue;
-        const auto& blocks = m.block_ids.front();
-        const auto first = static_cast<std::size_t>(m.load_spec->vllm_cached_tokens / block_size_);
-        const auto end = static_cast<std::size_t>((m.load_spec->kvpool_cached_tokens + block_size_ - 1) / block_size_);
-        for (std::size_t i = first; i < std::min(end, blocks.size()); ++i) loading.push_back(blocks[i]);
-    }
-    return loading;
-}
-
 void MooncakeStoreScheduler::reference_save_blocks(StoreMetadata& meta) {
     for (ReqMeta& m : meta.requests) {
         if (!m.can_save) continue;
@@ -371,7 +319,6 @@ void MooncakeStoreScheduler::reference_save_blocks(StoreMetadata& meta) {
 }
 
 void MooncakeStoreScheduler::update_connector_output(const KVConnectorOutput& output) {
-    if (!unprocessed_loads_.empty()) unprocessed_loads_.pop_front();  // its step's output is processed
     if (output.completed_store_jobs.empty() || variant_.flag<&Variant::save_block_refs>() != SaveBlockRefs::store_job_pins)
         return;
     if (pool_ == nullptr)

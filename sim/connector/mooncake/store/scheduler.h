@@ -8,7 +8,6 @@
 //   pending_load_guard / pending_skip_save   the pending-load branch (#54643 / seed 000's rejected fix)
 //   save_block_refs   delay_free (pre-#52372, @ 003df2961dd8830c317a61f9745ccd557da9fa06: request_finished delays the free) or
 //                     store_job_pins (#52372, @ a83dffb9ea007219cd877492e020ec6bee45c6a3: _reference_save_blocks + release per rank)
-//   store_tracker_rewind, save_over_loading_block   kvsim's fixes of its findings (corpus/findings/)
 //
 // Scope: one full-attention KV-cache group (scheduler block size == hash block size ==
 // engine.block_size, select_transfer_block_ids is the identity). Not modelled: Mamba groups
@@ -99,9 +98,6 @@ private:
     void add_pending_load_requests(StoreMetadata& meta, const SchedulerOutput& output);
     // MooncakeStoreScheduler._apply_current_save_block_ids @ a83dffb9ea007219cd877492e020ec6bee45c6a3 (+ #55066 per stale_save)
     void apply_current_save_block_ids(StoreMetadata& meta, const SchedulerOutput& output);
-    void defer_saves_over_loading_blocks(StoreMetadata& meta);
-    // The blocks the loads of this metadata write (save_over_loading_block).
-    std::vector<BlockId> loading_blocks(const StoreMetadata& meta) const;
     // MooncakeStoreScheduler._reference_save_blocks @ a83dffb9ea007219cd877492e020ec6bee45c6a3
     void reference_save_blocks(StoreMetadata& meta);
 
@@ -123,9 +119,6 @@ private:
     std::map<std::int64_t, PinnedSave> pinned_saves_;
     RepeatCheck pin_repeats_;  // reference_save_blocks: each block once per job
     std::set<std::string> warned_stale_saves_;  // logger.warning_once keys
-    // save_over_loading_block=deferred_while_unprocessed: per metadata built and not yet followed by its
-    // step's update_connector_output (one each, in order), the blocks its loads write.
-    std::deque<std::vector<BlockId>> unprocessed_loads_;
 };
 
 }  // namespace kvsim

@@ -5,9 +5,12 @@
 
 #include "sim/connector/mooncake/store/data.h"
 #include "sim/common/event_log.h"
+#include "sim/common/upstream_assertion.h"
 #include "sim/environment/fault_schedule.h"
 
 namespace kvsim {
+
+constexpr const char* kWorkerFile = "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py";
 
 // done_step of a rank copy that waits for a scripted store_done report.
 constexpr int kScriptedCopy = std::numeric_limits<int>::max();
@@ -39,7 +42,18 @@ MooncakeStoreWorker::MooncakeStoreWorker(const ConnectorSpec& spec, const Engine
       stored_requests_(rank_busy_until_.size()),
       finished_store_req_(rank_busy_until_.size()) {}
 
+bool MooncakeStoreWorker::hotfixed() const {
+    return variant_.flag<&Variant::store_sync_load>() == StoreSyncLoad::hotfix_loads_before_forward;
+}
+
 void MooncakeStoreWorker::bind_and_start(int step, const ConnectorMetadata* metadata) {
+    // MooncakeStoreWorker.get_finished @ 003df2961dd8830c317a61f9745ccd557da9fa06 (start_load_kv @
+    // 01529cf1294f2aaf6f1d01ebcf6b7cf9da7c0103) asserts load_async on every step, unless the connector neither
+    // looks up nor saves (MooncakeStoreConnector.__init__): the configuration rule store_load_async.
+    if (!spec_.load_async && (spec_.role != KvRole::kv_consumer || spec_.enable_lookup || spec_.save_decode_cache) &&
+        !hotfixed())
+        throw UpstreamAssertion("store_load_async", kWorkerFile + std::string(" MooncakeStoreWorker.get_finished"),
+                                "load_async must be True for better performance.");
     const auto* meta = metadata_as<StoreMetadata>(metadata);
     if (meta == nullptr) return;
     bound_preempted_ = meta->preempted_req_ids;
@@ -58,22 +72,33 @@ void MooncakeStoreWorker::start_loads(int step, const StoreMetadata& meta) {
         if (!m.block_ids.empty())
             for (std::size_t i = first; i < last && i < m.block_ids[0].size(); ++i) blocks.push_back(m.block_ids[0][i]);
         if (spec_.load_async) {
-            loads_[next_seq_++] = InflightLoad{
-                .req_id = m.req_id, .blocks = std::move(blocks), .done_step = step + env_.draw_load_delay()};
+            // The hotfix joins the receive threads in get_finished: an async load completes in its own step.
+            const int delay = hotfixed() ? 0 : env_.draw_load_delay();
+            loads_[next_seq_++] = InflightLoad{.req_id = m.req_id, .blocks = std::move(blocks), .done_step = step + delay};
             continue;
         }
-        // A sync load lands before this step's forward pass; it is never reported as finished_recving.
-        if (env_.observer) env_.observer->load_written(m.req_id, blocks, "store");
-        const bool failed = env_.faults != nullptr && env_.faults->take_load_failure(m.req_id);
-        if (failed) sync_load_errors_.insert(blocks.begin(), blocks.end());
-        if (env_.log)
-            env_.log->event(EventCategory::load, "store {request} blocks={blocks} sync {outcome}")
-                .text("connector", "store")
-                .request(m.req_id)
-                .blocks("blocks", blocks)
-                .flag("async", false)
-                .text("outcome", failed ? "failed" : "ok");
+        start_sync_load(m.req_id, blocks);
     }
+}
+
+// Upstream asserts load_async (rule store_load_async); the downstream hotfix (Unintendedz/DeepSeek-v4-Flash-
+// DSpark-2x-DGX-Spark patches/hotfix-dsv4-mooncake-eagle-lookup.py @ 1f42f2a8673978542f29d1c3639d7c0d88bfb74d)
+// loads before the forward pass and raises when a block fails; it is never reported as finished_recving.
+void MooncakeStoreWorker::start_sync_load(const std::string& req_id, const std::vector<BlockId>& blocks) {
+    if (env_.observer) env_.observer->load_written(req_id, blocks, "store");
+    const bool failed = env_.faults != nullptr && env_.faults->take_load_failure(req_id);
+    if (env_.log)
+        env_.log->event(EventCategory::load, "store {request} blocks={blocks} sync {outcome}")
+            .text("connector", "store")
+            .request(req_id)
+            .blocks("blocks", blocks)
+            .flag("async", false)
+            .text("outcome", failed ? "failed" : "ok");
+    if (failed)
+        throw UpstreamAssertion("sync_store_load_failed", kWorkerFile + std::string(" MooncakeStoreWorker.start_load_kv"),
+                                fmt::format("RuntimeError: Mooncake synchronous SSD load did not complete safely: {}",
+                                            req_id),
+                                req_id);
 }
 
 void MooncakeStoreWorker::start_saves(int step, const StoreMetadata& meta) {
@@ -190,8 +215,6 @@ void MooncakeStoreWorker::complete_loads(int step, KVConnectorOutput& out) {
                 .text("outcome", failed ? "failed" : "ok");
         it = loads_.erase(it);
     }
-    out.invalid_block_ids.insert(sync_load_errors_.begin(), sync_load_errors_.end());
-    sync_load_errors_.clear();
 }
 
 void MooncakeStoreWorker::report_sending(const std::string& req_id, KVConnectorOutput& out) {

@@ -46,7 +46,7 @@ public:
     // MooncakeStoreWorker.get_finished (completion half), get_block_ids_with_load_errors,
     // build_connector_worker_meta (#52372: completed_saves, store/data.py @ a83dffb9ea007219cd877492e020ec6bee45c6a3); delay_free: _get_and_clear_finished_sending.
     KVConnectorOutput get_finished(int step, const std::set<std::string>& finished_req_ids) override;
-    bool busy() const override { return !saves_.empty() || !loads_.empty() || !sync_load_errors_.empty(); }
+    bool busy() const override { return !saves_.empty() || !loads_.empty(); }
 
     // The trace's store_done reports: a copy they cover waits for its report instead of a drawn delay.
     void script_reports(const ScriptedReports* scripted) { scripted_ = scripted; }
@@ -81,6 +81,8 @@ private:
     bool covers_range(const SaveJob& job) const;
     // bind_and_start's two halves: the metadata's loads (sync ones land now), then its save jobs
     void start_loads(int step, const StoreMetadata& meta);
+    void start_sync_load(const std::string& req_id, const std::vector<BlockId>& blocks);
+    bool hotfixed() const;  // store_sync_load: the downstream hotfix's synchronous loads
     void start_saves(int step, const StoreMetadata& meta);
 
     ConnectorSpec spec_;
@@ -95,7 +97,6 @@ private:
     std::map<std::int64_t, InflightSave> saves_;
     std::vector<int> rank_busy_until_;          // per rank: when its send thread drains
     std::map<std::int64_t, InflightLoad> loads_;
-    std::set<BlockId> sync_load_errors_;
 
     // delay_free (pre-#52372): KVCacheStoreSendingThread.stored_requests and finished_store_req, per rank.
     std::vector<std::map<std::string, int>> stored_requests_;
