@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -35,11 +36,18 @@ inline std::string slurp(const std::filesystem::path& path) {
     return ss.str();
 }
 
+// The kvsim under test: KVSIM_TEST_BINARY when set (an older build, to see a new test fail before
+// its fix), else the one built beside the tests.
+inline std::string kvsim_binary() {
+    const char* other = std::getenv("KVSIM_TEST_BINARY");
+    return other != nullptr && *other != '\0' ? std::string(other) : std::string(KVSIM_BINARY);
+}
+
 inline CliResult run_kvsim(const std::string& args) {
     const auto dir = scratch_dir();
     const auto out = dir / "stdout.txt";
     const auto err = dir / "stderr.txt";
-    const std::string command = std::string(KVSIM_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+    const std::string command = kvsim_binary() + " " + args + " >" + out.string() + " 2>" + err.string();
     const int status = std::system(command.c_str());
     CliResult result;
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
