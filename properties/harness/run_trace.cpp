@@ -201,7 +201,7 @@ RunResult run_once(const Trace& trace, const Variant& variant, const RunOptions&
         sweep_after_last_step(engine, last_run, checkers, result);
         ended = !result.findings.empty();
     }
-    if (!ended && !finished) {
+    if (!ended && !finished && !(engine.quiet() && engine.events_exhausted())) {  // drained on the last step
         engine.log().set_step(step);
         const LivenessChecker liveness;
         auto stuck = stalled ? liveness.check_stalled(engine, step, max_steps, stall->spent())
