@@ -37,11 +37,14 @@ std::string_view trace_event_request(const Event& event) {
 }
 
 // The trace events that started the slice: each involved request's arrival, abort and faults,
-// and the rank faults (store_delay, store_fail) when the slice reads the store.
-std::vector<std::size_t> starting_trace_events(const Trace& trace, const CausalSlice& slice, bool reads_store) {
+// and the rank faults (store_delay, store_fail) when the slice reads the store; only those of the
+// steps that ran, up to the finding's (`last_step`).
+std::vector<std::size_t> starting_trace_events(const Trace& trace, const CausalSlice& slice, bool reads_store,
+                                               int last_step) {
     std::vector<std::size_t> out;
     for (std::size_t i = 0; i < trace.events.size(); ++i) {
         const Event& event = trace.events[i];
+        if (event.step > last_step) continue;  // never applied: the run ended first
         const std::string request(trace_event_request(event));
         const auto* fault = std::get_if<FaultEvent>(&event.body);
         const bool rank_fault = fault != nullptr && request.empty();
@@ -84,7 +87,7 @@ CausalSlice causal_slice(const Trace& trace, const RunResult& result, const Find
         reads_store = reads_store || event.category == EventCategory::store;
     }
     if (!slice.request.empty()) slice.requests.insert(slice.request);
-    slice.trace_events = starting_trace_events(trace, slice, reads_store);
+    slice.trace_events = starting_trace_events(trace, slice, reads_store, finding.step);
     return slice;
 }
 
