@@ -92,7 +92,7 @@ int run_matrix(const MatrixOptions& options) {
     });
     if (options.verbose) print_verdict_lines(matrix, options);
     std::cout << render_matrix(matrix);
-    return matrix.unmet == 0 ? exit_code::kPass : 1;
+    return matrix.unmet == 0 ? exit_code::kPass : exit_code::kUnmetExpectation;
 }
 
 Command add_matrix_command(CLI::App& app) {

@@ -1,5 +1,6 @@
 #include "cli/run_command.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <iostream>
@@ -51,6 +52,13 @@ ExpectationCheck expectation_of(const Trace& trace, const Variant& variant, cons
     return check_expectation(trace, result, variant.name, &causes);
 }
 
+// The run's exit code: an internal error's, else 6 when the trace's expect line for the variant is
+// not met (as `kvsim matrix` exits), else the verdict's.
+int run_exit_code(const RunResult& result, const ExpectationCheck& expectation) {
+    if (result.internal_error || expectation.status != ExpectationStatus::unmet) return exit_code_of(result);
+    return exit_code::kUnmetExpectation;
+}
+
 // --async-scheduling both: the trace under each mode, each verdict line labelled with its mode
 // (each log before it unless quiet), or one JSON object keyed by mode; exit: the worst code.
 int run_both(const RunCommandOptions& opts, const TraceAndVariant& loaded) {
@@ -62,9 +70,11 @@ int run_both(const RunCommandOptions& opts, const TraceAndVariant& loaded) {
     run_options.check_determinism = opts.check_determinism;
     const std::vector<ModeRun> runs = run_both_modes(loaded.trace, loaded.variant, run_options);
     Json json = Json::object();
+    int worst = exit_code::kPass;
     for (const ModeRun& run : runs) {
         const std::string mode(mode_name(run.async_scheduling));
         const ExpectationCheck expectation = expectation_of(run.trace, loaded.variant, run.result);
+        worst = std::max(worst, run_exit_code(run.result, expectation));
         if (opts.json) {
             json[mode] = run_json(run.trace, run.result, opts.trace_path, loaded.variant_name, expectation);
             json[mode]["settings"] = settings_json(settings_diff(run.trace, loaded.variant));
@@ -80,7 +90,7 @@ int run_both(const RunCommandOptions& opts, const TraceAndVariant& loaded) {
                   << " --async-scheduling " << mode << "\n";
     }
     if (opts.json) std::cout << json.dump(2) << "\n";
-    return worst_exit_code(runs);
+    return worst;
 }
 
 }  // namespace
@@ -127,7 +137,7 @@ int run_run(const RunCommandOptions& opts) {
         std::cout << verdict_line(result, opts.trace_path, variant_name, expectation)
                   << (opts.async_scheduling.empty() ? "" : " --async-scheduling " + opts.async_scheduling) << "\n";
     }
-    return exit_code_of(result);
+    return run_exit_code(result, expectation);
 }
 
 Command add_run_command(CLI::App& app) {

@@ -84,7 +84,7 @@ TEST_CASE("an unmet expect line is reported on the verdict line", "[cli]") {
                                     "kvsim-trace 1\nengine block_size=4 num_blocks=16 max_model_len=60\nrun variant=v0.30.0\n"
                                     "segment a len=6\nexpect v0.30.0 crash\n@0 arrive r1 prompt=a max_tokens=2\n");
     const auto r = run_kvsim("run " + path + " -q");
-    REQUIRE(r.exit_code == 0);
+    REQUIRE(r.exit_code == 6);
     REQUIRE_THAT(r.out, Catch::Contains("expect=UNMET(expected crash)"));
 }
 
@@ -112,7 +112,7 @@ TEST_CASE("run with --async-scheduling shows a trace under both modes and its re
     CHECK_THAT(on.out, Catch::StartsWith("violation ") &&
                            Catch::EndsWith("--variant v0.30.0+pre45357 --async-scheduling on\n"));
     const auto off = run_kvsim("run " + trace + " --variant v0.30.0+pre45357 --async-scheduling off --quiet");
-    CHECK(off.exit_code == 0);
+    CHECK(off.exit_code == 6);  // a pass, but the expect line states the violation of async scheduling
     CHECK_THAT(off.out, Catch::StartsWith("pass ") && Catch::EndsWith("--async-scheduling off\n"));
     CHECK(run_kvsim("run " + trace + " --async-scheduling maybe").exit_code == 64);
 }
@@ -121,7 +121,7 @@ TEST_CASE("run --async-scheduling both labels each mode's verdict line and exits
     const std::string trace = std::string(KVSIM_SOURCE_DIR) + "/corpus/upstream/pr45357_inflight_write_after_abort.trace";
     const std::string run = "run " + trace + " --variant v0.30.0+pre45357 --async-scheduling both";
     const auto quiet = run_kvsim(run + " --quiet");
-    CHECK(quiet.exit_code == 1);  // off passes, on is a violation
+    CHECK(quiet.exit_code == 6);  // off passes against its expect line (6), on is the violation it states (1)
     const auto off_line = quiet.out.find("[async_scheduling=off] pass ");
     const auto on_line = quiet.out.find("[async_scheduling=on] violation ");
     REQUIRE(off_line == 0);
@@ -130,7 +130,7 @@ TEST_CASE("run --async-scheduling both labels each mode's verdict line and exits
     CHECK(std::count(quiet.out.begin(), quiet.out.end(), '\n') == 2);
 
     const auto logged = run_kvsim(run);
-    CHECK(logged.exit_code == 1);
+    CHECK(logged.exit_code == 6);
     const auto off_log = logged.out.find("== async_scheduling=off\n");
     const auto on_log = logged.out.find("== async_scheduling=on\n");
     REQUIRE(off_log == 0);
@@ -139,7 +139,7 @@ TEST_CASE("run --async-scheduling both labels each mode's verdict line and exits
     CHECK(logged.out.find("(fenced until") == std::string::npos);  // pre-#45357: no deferred frees in either log
 
     const auto json = run_kvsim(run + " --json");
-    CHECK(json.exit_code == 1);
+    CHECK(json.exit_code == 6);
     const auto parsed = nlohmann::json::parse(json.out);
     CHECK(parsed["off"]["verdict"] == "pass");
     CHECK(parsed["on"]["verdict"] == "violation");

@@ -50,7 +50,7 @@ TEST_CASE("kvsim matrix --async-scheduling runs every trace under one mode: seed
     CHECK_THAT(sync.out, Catch::Contains("| v0.29.0         | crash (missing_current_block_table)     |"));
     // under async scheduling the block-filling save comes a step later, with r1's next block: no crash
     const auto async = run_kvsim("matrix --async-scheduling on " + seed001);
-    CHECK(async.exit_code == 1);  // the expect line states the synchronous crash
+    CHECK(async.exit_code == 6);  // the expect line states the synchronous crash
     CHECK_THAT(async.out, Catch::Contains("| v0.29.0         | pass !! UNMET(expected crash crash:missing_current_block_table "
                                           "causes=seed001_eager_snapshot_stale_save, got causes=) |"));
     const std::string seed000 = "--variants v0.29.0,v0.29.0+003,v0.30.0 " + kUpstream + "seed000_multiconnector_both.trace";
@@ -85,7 +85,7 @@ TEST_CASE("kvsim matrix fails on an unmet expect line", "[matrix]") {
                                     "segment a len=6\nexpect v0.30.0 crash\nexpect v0.29.0 pass\n"
                                     "@0 arrive r1 prompt=a max_tokens=2\n");
     const auto r = run_kvsim("matrix " + path);
-    REQUIRE(r.exit_code == 1);
+    REQUIRE(r.exit_code == 6);
     REQUIRE_THAT(r.out, Catch::Contains("pass !! UNMET(expected crash)") &&
                             Catch::Contains("expectations: 1 met, 1 unmet"));
 }

@@ -9,6 +9,7 @@ inline constexpr int kCrash = 2;
 inline constexpr int kLiveness = 3;
 inline constexpr int kNondeterminism = 4;
 inline constexpr int kMismatch = 5;  // a step check of the trace read another value than it states
+inline constexpr int kUnmetExpectation = 6;  // the trace's expect line for the variant is not met (run, matrix)
 inline constexpr int kRejected = 78;  // EX_CONFIG: upstream refuses the configuration (sim/trace/config_rules.h)
 inline constexpr int kUsage = 64;
 inline constexpr int kInputError = 65;

@@ -24,10 +24,4 @@ int exit_code_of(const RunResult& result) {
     return result.internal_error ? exit_code::kInternalError : exit_code::of(result.verdict);
 }
 
-int worst_exit_code(const std::vector<ModeRun>& runs) {
-    int worst = exit_code::kPass;
-    for (const ModeRun& run : runs) worst = std::max(worst, exit_code_of(run.result));
-    return worst;
-}
-
 }  // namespace kvsim

@@ -22,8 +22,7 @@ std::string_view mode_name(bool async_scheduling);
 // Two runs: async_scheduling=off first, then on.
 std::vector<ModeRun> run_both_modes(const Trace& trace, const Variant& variant, const RunOptions& options);
 
-// The exit code of one run (exit_codes.h), and of several: the largest (0 only when every one passes).
+// The exit code of one run's verdict (exit_codes.h); `kvsim run` also weighs the expect line.
 int exit_code_of(const RunResult& result);
-int worst_exit_code(const std::vector<ModeRun>& runs);
 
 }  // namespace kvsim
