@@ -207,14 +207,14 @@ TEST_CASE("parse: comments / blank lines / tabs / CRLF / any line order", "[trac
         "kvsim-trace\t1\t# header with a tab\r\n"
         "@0 arrive r1 prompt=late max_tokens=3   # segment defined below\r\n"
         "\t\t\r\n"
-        "expect v0.30.0 violation signature=a#b   # '#' inside a value is kept\r\n"
+        "expect v0.30.0 violation signature=violation:a#b   # '#' inside a value is kept\r\n"
         "segment late len=5\r\n"
         "engine   num_blocks=8\tblock_size=2 max_model_len=14   \r\n",
         "t.trace");
     CHECK(t.engine.block_size == 2);
     CHECK(t.engine.num_blocks == 8);
     REQUIRE(t.expectations.size() == 1);
-    CHECK(t.expectations[0].signature == "a#b");
+    CHECK(t.expectations[0].signature == "violation:a#b");
     CHECK(t.expectations[0].verdict == Verdict::violation);
     REQUIRE(t.events.size() == 1);
     CHECK(t.events[0].line == 4);

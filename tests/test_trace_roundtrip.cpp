@@ -164,10 +164,13 @@ Trace random_trace(Prng& rng) {
             t.store.push_back(std::move(e));
         }
     for (std::size_t i = 0; i < 3; ++i)
-        if (rng.chance(1, 2))
-            t.expectations.push_back({variants[i + 1], static_cast<Verdict>(rng.below(5)),
-                                      rng.chance(1, 2) ? "crash:x#" + std::to_string(i) : "",
+        if (rng.chance(1, 2)) {
+            const auto verdict = static_cast<Verdict>(rng.below(5));
+            const bool signed_line = rng.chance(1, 2) && verdict != Verdict::pass;  // a signature is VERDICT:ID
+            t.expectations.push_back({variants[i + 1], verdict,
+                                      signed_line ? std::string(to_string(verdict)) + ":x#" + std::to_string(i) : "",
                                       rng.chance(1, 2) ? std::vector<std::string>{"a", "b.c"} : std::vector<std::string>{}});
+        }
     int step = 0;
     int arrivals = 0;
     const bool can_prefill = has(kConnectorP2p) || has(kConnectorStandIn);

@@ -1,6 +1,7 @@
 #include "sim/core/request.h"
 
 #include "sim/common/model_check.h"
+#include "sim/trace/step_check.h"
 
 #include <fmt/format.h>
 
@@ -12,6 +13,15 @@ namespace kvsim {
 namespace {
 
 constexpr ModelCheck require{.component = "Request"};
+
+// The trace's step checks accept exactly these status names (sim/trace/step_check.h).
+constexpr bool same_status_names() {
+    if (std::size(kCheckStatusNames) != kRequestStatusNames.size()) return false;
+    for (std::size_t i = 0; i < kRequestStatusNames.size(); ++i)
+        if (kRequestStatusNames[i].name != kCheckStatusNames[i]) return false;
+    return true;
+}
+static_assert(same_status_names(), "kCheckStatusNames must list kRequestStatusNames' names in order");
 
 constexpr std::uint64_t token_word(TokenId t) { return static_cast<std::uint32_t>(t); }
 

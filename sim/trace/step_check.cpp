@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
+
 #include "sim/trace/trace.h"
 #include "sim/trace/trace_schema.h"
 #include "sim/variant/variant.h"
@@ -65,10 +68,7 @@ bool is_list(std::string_view s, char sep, Pred element) {
 }
 
 bool is_status(std::string_view s) {
-    if (s.empty() || s.size() > 32) return false;
-    for (char c : s)
-        if (!((c >= 'A' && c <= 'Z') || c == '_')) return false;
-    return true;
+    return std::find(std::begin(kCheckStatusNames), std::end(kCheckStatusNames), s) != std::end(kCheckStatusNames);
 }
 
 bool value_ok(CheckValueType type, std::string_view s) {
@@ -222,6 +222,32 @@ std::optional<CheckError> validate_check(const CheckEvent& check) {
     }
     if (auto bad = check_id(check)) return bad;
     return check_variants(check.variants);
+}
+
+std::optional<CheckError> check_block_ids(const CheckEvent& check, int num_blocks) {
+    const auto out_of_range = [&](std::string_view text) {
+        std::size_t start = 0;
+        while (text != "-" && text != "absent") {
+            const std::size_t comma = text.find(',', start);
+            const std::string_view id = text.substr(start, comma == std::string_view::npos ? comma : comma - start);
+            if (id.size() > 9 || std::stoll(std::string(id)) >= num_blocks) return true;
+            if (comma == std::string_view::npos) break;
+            start = comma + 1;
+        }
+        return false;
+    };
+    const auto message = [&](std::string_view text) {
+        return fmt::format("block id {} out of range: engine.num_blocks={} (ids 0 to {})", quote(text), num_blocks,
+                           num_blocks - 1);
+    };
+    if (check.kind == CheckKind::block && !check.id.empty() && out_of_range(check.id))
+        return CheckError{"check.id", message(check.id)};
+    for (const CheckAssert& a : check.asserts) {
+        const CheckKeySpec& spec = check_key_spec(a.key);
+        if (spec.type == CheckValueType::blocks && out_of_range(a.expected))
+            return CheckError{fmt::format("check.{}", spec.name), message(a.expected)};
+    }
+    return std::nullopt;
 }
 
 std::string format_check(const CheckEvent& check) {

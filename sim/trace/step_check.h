@@ -30,6 +30,13 @@ inline constexpr EnumNames<CheckKind, 8> kCheckKindNames = {{
     {CheckKind::multi, "multi"},
 }};
 
+// The values a `status=` check may state: upstream's RequestStatus names (sim/core/request.h's
+// kRequestStatusNames, which request.cpp asserts are these, in order).
+inline constexpr std::string_view kCheckStatusNames[] = {
+    "WAITING",          "WAITING_FOR_REMOTE_KVS", "RUNNING",          "PREEMPTED",     "FINISHED_STOPPED",
+    "FINISHED_LENGTH_CAPPED", "FINISHED_ABORTED", "FINISHED_IGNORED", "FINISHED_ERROR",
+};
+
 // When a check reads the state: after schedule() + build_connector_meta, or at the step's end.
 enum class CheckPhase { schedule, end };
 inline constexpr EnumNames<CheckPhase, 2> kCheckPhaseNames = {{
@@ -112,6 +119,8 @@ std::string_view to_string(CheckValueType type);
 std::optional<CheckEvent> parse_check(std::span<const std::string_view> args, CheckError* error);
 // Every rule parse_check applies, on a check built in memory; nullopt when fine.
 std::optional<CheckError> validate_check(const CheckEvent& check);
+// The block ids a check names (a block check's ID, the block lists it states) below `num_blocks`.
+std::optional<CheckError> check_block_ids(const CheckEvent& check, int num_blocks);
 // "check KIND [ID] key=value... [at=schedule] [variants=...]" (at=end is the default and omitted).
 std::string format_check(const CheckEvent& check);
 // The check section of `kvsim format`, from the key table.

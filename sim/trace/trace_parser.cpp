@@ -451,12 +451,23 @@ private:
         }
     }
 
+    // An expected signature is what a run with the line's verdict reports: VERDICT:ID.
+    void signature_form(int line, const Expectation& x) const {
+        if (x.verdict == Verdict::pass) fail(line, "expect.signature", "a pass has no signature");
+        const std::string_view s = x.signature;
+        const std::string_view verdict = to_string(x.verdict);
+        if (s.size() <= verdict.size() + 1 || !s.starts_with(verdict) || s[verdict.size()] != ':')
+            fail(line, "expect.signature",
+                 fmt::format("expected {}:ID (the line's verdict, then a finding id), got {}", verdict, quote(s)));
+    }
+
     void expectations() const {
         std::unordered_map<std::string_view, std::size_t> seen;
         for (std::size_t i = 0; i < t_.expectations.size(); ++i) {
             const Expectation& x = t_.expectations[i];
             const int line = line_at(&TraceLines::expectations, i);
             rows(expect_schema(), x, line);
+            if (!x.signature.empty()) signature_form(line, x);
             const auto [it, fresh] = seen.emplace(x.variant, i);
             if (!fresh)
                 fail(line, "expect.variant", fmt::format("duplicate expect for variant '{}' (first on line {})",
@@ -494,6 +505,7 @@ private:
         for (const StepCheck& c : t_.checks) {
             step_rules(c, previous, "check");
             if (auto bad = validate_check(c.body)) fail(c.line, bad->field, bad->message);
+            if (auto bad = check_block_ids(c.body, t_.engine.num_blocks)) fail(c.line, bad->field, bad->message);
             printable_text(c.line, "check", format_line(c));
             previous = &c;
         }
