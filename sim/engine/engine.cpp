@@ -1,11 +1,14 @@
 #include "sim/engine/engine.h"
 
+#include <fmt/format.h>
+
 #include <span>
 
 #include "sim/common/model_check.h"
 #include "sim/common/stable_hash.h"
 #include "sim/core/sched/async_scheduler.h"
 #include "sim/trace/scheduling_mode.h"
+#include "sim/trace/trace_schema.h"
 
 namespace kvsim {
 
@@ -82,11 +85,7 @@ void Engine::apply_events(int step) {
         } else if (const auto* abort = std::get_if<AbortEvent>(&event.body)) {
             scheduler_->finish_requests({abort->request_id}, RequestStatus::finished_aborted);
         } else if (const auto* fault = std::get_if<FaultEvent>(&event.body)) {
-            log_.event(EventCategory::fault, "{kind} rank={rank} steps={steps} request={request}")
-                .status("kind", to_string(fault->kind))
-                .integer("rank", fault->rank)
-                .integer("steps", fault->steps)
-                .request(fault->request_id.empty() ? "-" : fault->request_id);
+            log_fault(*fault);
             faults_.apply(*fault);
         } else if (const auto* stop = std::get_if<StopEvent>(&event.body)) {
             stops_.push_back(stop->request_id);
@@ -94,6 +93,25 @@ void Engine::apply_events(int step) {
             apply_reset_prefix_cache();
         }  // a ReportEvent joins the step's worker output (add_scripted_reports)
     }
+}
+
+// "{kind} KEY={KEY}...": only the keys the fault's kind takes, as the trace schema says (a
+// load_fail names its request, a store_fail its rank).
+void Engine::log_fault(const FaultEvent& fault) {
+    const std::string_view kind = to_string(fault.kind);
+    const auto applies = [&](std::string_view key) {
+        for (const Row<FaultEvent>& row : fault_schema().rows)
+            if (row.spec.name == key) return key_applies(row.spec, kind);
+        return false;
+    };
+    std::string format = "{kind}";
+    for (std::string_view key : {"rank", "steps", "request"})
+        if (applies(key)) format += fmt::format(" {0}={{{0}}}", key);
+    EventBuilder event = log_.event(EventCategory::fault, format);
+    event.status("kind", kind);
+    if (applies("rank")) event.integer("rank", fault.rank);
+    if (applies("steps")) event.integer("steps", fault.steps);
+    if (applies("request")) event.request(fault.request_id);
 }
 
 // An id still alive (a stopped or aborted request whose blocks are held) is not reused: the

@@ -81,6 +81,7 @@ private:
     void step_with_batch_queue(int step);
     void apply_events(int step);
     void apply_arrive(int step, const ArriveEvent& arrive);
+    void log_fault(const FaultEvent& fault);
     void apply_reset_prefix_cache();
     ModelRunnerOutput execute_model(int step, const SchedulerOutput& output);
     void recycle(SchedulerOutput&& output, ModelRunnerOutput&& runner_output);
