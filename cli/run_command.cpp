@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <iterator>
 #include <iostream>
 #include <memory>
 
@@ -33,13 +32,13 @@ bool write_file(const std::string& path, const std::string& text, const char* fl
 }
 
 // --html and --perfetto: the views of the run, from its timeline.
-bool write_views(const RunCommandOptions& opts, const Trace& trace, const RunResult& result, const Variant& variant,
+bool write_views(const RunCommandOptions& opts, const TraceAndVariant& loaded, const RunResult& result,
                  const Classification& classification) {
     if (opts.html_path.empty() && opts.perfetto_path.empty()) return true;
-    std::ifstream in(opts.trace_path, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const RunViewInput input{.trace = trace, .result = result, .trace_path = opts.trace_path, .trace_text = text,
-                             .variant = variant.name, .settings = settings_json(settings_diff(trace, variant)),
+    const Trace& trace = loaded.trace;
+    const RunViewInput input{.trace = trace, .result = result, .trace_path = opts.trace_path, .trace_text = loaded.text,
+                             .variant = loaded.variant.name,
+                             .settings = settings_json(settings_diff(trace, loaded.variant)),
                              .registry = classification_json(classification)};
     if (!opts.html_path.empty() && !write_file(opts.html_path, run_page_html(input), "--html")) return false;
     return opts.perfetto_path.empty() || write_file(opts.perfetto_path, perfetto_json(input).dump() + "\n", "--perfetto");
@@ -112,7 +111,7 @@ int run_run(const RunCommandOptions& opts) {
         return exit_code::kRejected;
     }
     const Classification classification = classify(builtin_registry(), loaded->trace, loaded->variant, result);
-    if (!write_views(opts, loaded->trace, result, loaded->variant, classification)) return exit_code::kUsage;
+    if (!write_views(opts, *loaded, result, classification)) return exit_code::kUsage;
 
     if (!opts.log_path.empty()) {
         std::ofstream log(opts.log_path, std::ios::binary);
@@ -143,7 +142,7 @@ int run_run(const RunCommandOptions& opts) {
 Command add_run_command(CLI::App& app) {
     auto opts = std::make_shared<RunCommandOptions>();
     CLI::App* cmd = app.add_subcommand("run", "Replay one trace; print the event log and one verdict line");
-    cmd->add_option("trace", opts->trace_path, "Trace file (format: kvsim format)")->required();
+    cmd->add_option("trace", opts->trace_path, "Trace file (format: kvsim format; - reads standard input)")->required();
     cmd->add_option("--variant", opts->variant, "Upstream variant, e.g. v0.29.0 or v0.29.0+pr55066 (default: the trace's run line)");
     cmd->add_option("--log", opts->log_path, "Write the event log to FILE instead of stdout");
     cmd->add_option("--log-format", opts->log_format,

@@ -12,7 +12,8 @@ std::optional<TraceAndVariant> load_trace_and_variant(const std::string& trace_p
                                                       int* exit_code) {
     TraceAndVariant loaded;
     try {
-        loaded.trace = parse_trace_file(trace_path);
+        loaded.text = read_trace_file(trace_path);
+        loaded.trace = parse_trace(loaded.text, trace_path);
     } catch (const InputError& error) {
         std::cerr << "kvsim: " << error.what() << "\n";
         *exit_code = exit_code::kInputError;

@@ -1,6 +1,6 @@
 #pragma once
-// Loading what `kvsim run` and `kvsim minimize` start from: a trace file and the variant
-// to run it under (the --variant flag, else the trace's `run variant=` line).
+// Loading what `kvsim run` and `kvsim minimize` start from: a trace file (read once; "-" is standard
+// input) and the variant to run it under (the --variant flag, else the trace's `run variant=` line).
 #include <optional>
 #include <string>
 
@@ -10,6 +10,7 @@
 namespace kvsim::cli {
 
 struct TraceAndVariant {
+    std::string text;  // the trace file's bytes, read once: the run and its views come from these
     Trace trace;
     std::string variant_name;
     Variant variant;

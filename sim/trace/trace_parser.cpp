@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <set>
 #include <fstream>
+#include <iostream>
 #include <span>
 #include <system_error>
 #include <unordered_map>
@@ -626,10 +627,13 @@ void validate_trace(const Trace& trace, std::string_view filename, const TraceLi
 
 Trace parse_trace(std::string_view text, std::string_view filename) { return Parser(text, filename).run(); }
 
-Trace parse_trace_file(const std::string& path) {
+std::string read_trace_file(const std::string& path) {
     std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) throw InputError(path, 0, "file", "is a directory, not a trace");
-    std::ifstream in(path, std::ios::binary);
+    if (path != "-" && std::filesystem::is_directory(path, ec))
+        throw InputError(path, 0, "file", "is a directory, not a trace");
+    std::ifstream file;
+    if (path != "-") file.open(path, std::ios::binary);
+    std::istream& in = path == "-" ? std::cin : file;
     if (!in) throw InputError(path, 0, "file", fmt::format("cannot open: {}", std::generic_category().message(errno)));
     std::string text;
     char buffer[1 << 16];
@@ -640,7 +644,9 @@ Trace parse_trace_file(const std::string& path) {
         text.append(buffer, static_cast<std::size_t>(got));
     }
     if (in.bad()) throw InputError(path, 0, "file", "read error");
-    return parse_trace(text, path);
+    return text;
 }
+
+Trace parse_trace_file(const std::string& path) { return parse_trace(read_trace_file(path), path); }
 
 }  // namespace kvsim

@@ -13,7 +13,11 @@ namespace kvsim {
 
 // Throws InputError.
 Trace parse_trace(std::string_view text, std::string_view filename);
-// Throws InputError; an unreadable file is reported with line 0.
+// The bytes of a trace file, read once from start to end (a pipe or FIFO works; "-" is standard
+// input), at most a little past kMaxTraceBytes, which parse_trace then rejects. Throws InputError
+// (line 0) on a directory or an unreadable file.
+std::string read_trace_file(const std::string& path);
+// parse_trace(read_trace_file(path), path). Throws InputError; an unreadable file is reported with line 0.
 Trace parse_trace_file(const std::string& path);
 
 // Every rule a parsed trace obeys: value ranges, limits, keys of other kinds left at their
