@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "properties/harness/exit_codes.h"
 #include "properties/harness/lifecycle_coverage.h"
 
@@ -36,12 +37,8 @@ int run_coverage(const CoverageOptions& options) {
     }
     const LifecycleCoverage coverage = measure_lifecycle_coverage(found.files, fixed_variant);
     if (!options.dot_path.empty()) {
-        std::ofstream dot(options.dot_path, std::ios::binary);
-        write_lifecycle_dot(dot, coverage);
-        if (!dot) {
-            std::cerr << "kvsim: --dot: cannot write " << options.dot_path << "\n";
-            return exit_code::kUsage;
-        }
+        if (!write_output_file(options.dot_path, [&](std::ostream& dot) { write_lifecycle_dot(dot, coverage); }, "--dot"))
+            return exit_code::kOutputError;
     }
     if (options.json)
         std::cout << coverage_json(coverage, options.variant).dump(2) << "\n";

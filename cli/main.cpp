@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "properties/harness/exit_codes.h"
 
 int main(int argc, char** argv) {
@@ -33,6 +34,8 @@ int main(int argc, char** argv) {
         std::cerr << "kvsim: " << e.what() << " (see kvsim --help)\n";
         return kvsim::exit_code::kUsage;
     }
-    for (auto* sub : app.get_subcommands()) return commands.at(sub->get_name())();
-    return kvsim::exit_code::kUsage;
+    int code = kvsim::exit_code::kUsage;
+    for (auto* sub : app.get_subcommands()) code = commands.at(sub->get_name())();
+    // what a command printed is only written once flushed: a full device fails here, not silently
+    return kvsim::cli::flush_standard_output() ? code : kvsim::exit_code::kOutputError;
 }

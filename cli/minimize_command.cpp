@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "cli/registry_option.h"
 #include "cli/trace_and_variant.h"
 #include "fuzz/minimize/minimize_finding.h"
@@ -67,12 +68,7 @@ int run_minimize(const MinimizeOptions& options) {
 
     const std::string text = minimized_trace_text(minimized, finding);
     if (!options.out_path.empty()) {
-        std::ofstream out(options.out_path, std::ios::binary);
-        out << text;
-        if (!out) {
-            std::cerr << "kvsim: -o: cannot write " << options.out_path << "\n";
-            return exit_code::kUsage;
-        }
+        if (!write_output_file(options.out_path, text, "-o")) return exit_code::kOutputError;
     } else {
         std::cout << text;
     }

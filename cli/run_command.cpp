@@ -1,11 +1,11 @@
 #include "cli/run_command.h"
 
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "cli/registry_option.h"
 #include "properties/findings/classification_view.h"
 #include "cli/trace_and_variant.h"
@@ -24,13 +24,6 @@ std::string rendered_log(const RunResult& result, const std::string& format) {
     return format == "jsonl" ? events_jsonl(result.events) : result.log;
 }
 
-bool write_file(const std::string& path, const std::string& text, const char* flag) {
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-    if (!out) std::cerr << "kvsim: " << flag << ": cannot write " << path << "\n";
-    return static_cast<bool>(out);
-}
-
 // --html and --perfetto: the views of the run, from its timeline.
 bool write_views(const RunCommandOptions& opts, const TraceAndVariant& loaded, const RunResult& result,
                  const Classification& classification) {
@@ -40,8 +33,9 @@ bool write_views(const RunCommandOptions& opts, const TraceAndVariant& loaded, c
                              .variant = loaded.variant.name,
                              .settings = settings_json(settings_diff(trace, loaded.variant)),
                              .registry = classification_json(classification)};
-    if (!opts.html_path.empty() && !write_file(opts.html_path, run_page_html(input), "--html")) return false;
-    return opts.perfetto_path.empty() || write_file(opts.perfetto_path, perfetto_json(input).dump() + "\n", "--perfetto");
+    if (!opts.html_path.empty() && !write_output_file(opts.html_path, run_page_html(input), "--html")) return false;
+    return opts.perfetto_path.empty() ||
+           write_output_file(opts.perfetto_path, perfetto_json(input).dump() + "\n", "--perfetto");
 }
 
 // The trace's expect line for the variant; one that names causes is judged by the built-in registry.
@@ -95,6 +89,9 @@ int run_both(const RunCommandOptions& opts, const TraceAndVariant& loaded) {
 }  // namespace
 
 int run_run(const RunCommandOptions& opts) {
+    if (names_input(opts.log_path, opts.trace_path, "--log") || names_input(opts.html_path, opts.trace_path, "--html") ||
+        names_input(opts.perfetto_path, opts.trace_path, "--perfetto"))
+        return exit_code::kUsage;
     int failure = 0;
     auto loaded = load_trace_and_variant(opts.trace_path, opts.variant, &failure);
     if (!loaded) return failure;
@@ -111,15 +108,10 @@ int run_run(const RunCommandOptions& opts) {
         return exit_code::kRejected;
     }
     const Classification classification = classify(builtin_registry(), loaded->trace, loaded->variant, result);
-    if (!write_views(opts, *loaded, result, classification)) return exit_code::kUsage;
+    if (!write_views(opts, *loaded, result, classification)) return exit_code::kOutputError;
 
     if (!opts.log_path.empty()) {
-        std::ofstream log(opts.log_path, std::ios::binary);
-        log << rendered_log(result, opts.log_format);
-        if (!log) {
-            std::cerr << "kvsim: --log: cannot write " << opts.log_path << "\n";
-            return exit_code::kUsage;
-        }
+        if (!write_output_file(opts.log_path, rendered_log(result, opts.log_format), "--log")) return exit_code::kOutputError;
     } else if (!opts.quiet && !opts.json) {
         std::cout << rendered_log(result, opts.log_format);
     }
