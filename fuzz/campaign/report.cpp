@@ -10,6 +10,7 @@
 
 #include "properties/harness/lifecycle_coverage.h"
 #include "sim/trace/input_error.h"
+#include "sim/trace/trace_schema.h"
 #include "sim/variant/variant.h"
 
 namespace kvsim {
@@ -29,7 +30,8 @@ std::map<std::string, std::string> key_values(std::istringstream& words, const s
     std::map<std::string, std::string> out;
     for (std::string w; words >> w;) {
         const auto eq = w.find('=');
-        if (eq == std::string::npos || eq == 0) throw InputError(file, line, w, "expected KEY=VALUE");
+        if (eq == std::string::npos || eq == 0)
+            throw InputError(file, line, "campaign", fmt::format("expected KEY=VALUE, got {}", quote(w)));
         out[w.substr(0, eq)] = w.substr(eq + 1);
     }
     return out;

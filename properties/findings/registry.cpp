@@ -1,6 +1,7 @@
 #include "properties/findings/registry.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -59,6 +60,8 @@ const KnownEntry* Registry::find(std::string_view id) const {
 }
 
 Registry load_registry(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw InputError(path, 0, "registry", "is a directory, not a registry");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(path, 0, "registry", "cannot read the file");
     std::ostringstream text;

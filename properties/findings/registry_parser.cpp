@@ -10,6 +10,7 @@
 #include "properties/findings/registry.h"
 #include "sim/trace/input_error.h"
 #include "sim/trace/trace.h"
+#include "sim/trace/trace_schema.h"
 #include "sim/variant/variant.h"
 
 namespace kvsim {
@@ -62,7 +63,7 @@ std::string trim(std::string_view text) {
 FieldMatch field_match(const Line& line, const std::string& word) {
     const auto eq = word.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == word.size())
-        fail(line, line.keyword, fmt::format("'{}' is not KEY=VALUE", word));
+        fail(line, line.keyword, fmt::format("{} is not KEY=VALUE", quote(word)));
     return {word.substr(0, eq), word.substr(eq + 1)};
 }
 
@@ -81,7 +82,7 @@ void require_one_of(const Line& line, std::string_view value, const auto& allowe
     if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return;
     std::string list;
     for (const auto& a : allowed) list += fmt::format("{}{}", list.empty() ? "" : ", ", a);
-    fail(line, line.keyword, fmt::format("unknown {} '{}' (expected {})", what, value, list));
+    fail(line, line.keyword, fmt::format("unknown {} {} (expected {})", what, quote(value), list));
 }
 
 void parse_signature(KnownEntry& e, const Line& line) {
@@ -90,7 +91,7 @@ void parse_signature(KnownEntry& e, const Line& line) {
     const auto kind = parse_enum(kFindingKindNames, std::string_view(s.signature).substr(0, colon));
     if (colon == std::string::npos || colon + 1 == s.signature.size() || !kind || *kind == FindingKind::internal ||
         *kind == FindingKind::mismatch)  // a check mismatch is the trace's own statement, never a known cause
-        fail(line, "signature", fmt::format("'{}' is not KIND:ID (violation, crash, liveness, nondeterminism)", s.signature));
+        fail(line, "signature", fmt::format("{} is not KIND:ID (violation, crash, liveness, nondeterminism)", quote(s.signature)));
     for (const auto& f : s.finding_fields) require_one_of(line, f.key, kFindingFields, "finding field");
     e.signatures.push_back(std::move(s));
 }
@@ -98,7 +99,7 @@ void parse_signature(KnownEntry& e, const Line& line) {
 Condition event_condition(const Line& line, ConditionKind kind) {
     const std::string& name = word(line, 0, "the event category");
     const auto category = parse_event_category(name);
-    if (!category) fail(line, line.keyword, fmt::format("unknown event category '{}'", name));
+    if (!category) fail(line, line.keyword, fmt::format("unknown event category {}", quote(name)));
     return Condition{.kind = kind, .category = *category, .fields = field_matches(line, 1), .line = line.number};
 }
 
@@ -107,7 +108,7 @@ void check_flags(const Line& line, const std::vector<FieldMatch>& flags) {
     for (const FieldMatch& f : flags) {
         Variant probe;
         if (!set_variant_flag(probe, f.key, f.value))
-            fail(line, line.keyword, fmt::format("unknown variant flag or value '{}={}' (kvsim variants)", f.key, f.value));
+            fail(line, line.keyword, fmt::format("unknown variant flag or value {} (kvsim variants)", quote(f.key + "=" + f.value)));
     }
 }
 
@@ -147,7 +148,7 @@ void parse_upstream(KnownEntry& e, const Line& line) {
     const auto refs = split_words(std::string_view(line.rest).substr(0, dash));
     for (std::size_t i = 1; i < refs.size(); ++i) {
         if (refs[i].size() < 2 || refs[i][0] != '#' || refs[i].find_first_not_of("0123456789", 1) != std::string::npos)
-            fail(line, "upstream", fmt::format("'{}' is not an upstream reference #N", refs[i]));
+            fail(line, "upstream", fmt::format("{} is not an upstream reference #N", quote(refs[i])));
         e.upstream.references.push_back(refs[i]);
     }
     if (dash != std::string::npos) e.upstream.note = trim(std::string_view(line.rest).substr(dash + 4));
@@ -165,7 +166,7 @@ void parse_fix(KnownEntry& e, const Line& line) {
     } else if (first.size() >= 2 && first.front() == '+' && line.words.size() == 1) {
         Variant probe;
         if (!apply_variant_patch(probe, std::string_view(first).substr(1)))
-            fail(line, "fix", fmt::format("unknown variant patch '{}' (kvsim variants)", first));
+            fail(line, "fix", fmt::format("unknown variant patch {} (kvsim variants)", quote(first)));
         e.fix.patch = first;
     } else {
         fail(line, "fix", "expected +PATCH (one variant patch), 'flags FLAG=VALUE...' or 'describe TEXT'");
@@ -216,7 +217,20 @@ void check_complete(const KnownEntry& e, const std::string& file) {
     if (e.why.empty()) missing("why");
 }
 
+// A line is printable ASCII and tabs (one trailing CR aside), as a trace line is: no byte of it can
+// reach a terminal as an escape when an error message quotes it.
+void require_printable(const std::string& file, int number, std::string_view raw) {
+    if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
+    for (const char c : raw) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte != '\t' && (byte < 0x20 || byte >= 0x7f))
+            throw InputError(file, number, "line",
+                             fmt::format("byte 0x{:02x} is not printable ASCII: {}", byte, quote(raw)));
+    }
+}
+
 Line split_line(const std::string& file, int number, std::string_view raw) {
+    require_printable(file, number, raw);
     const std::string text = trim(raw);
     const auto space = text.find_first_of(" \t");
     Line line{file, number, text.substr(0, space), {}, {}};
@@ -241,7 +255,7 @@ Registry parse_registry(std::string_view text, const std::string& file) {
         if (line.keyword.empty() || line.keyword.front() == '#') continue;
         if (line.keyword == "finding") {
             if (line.words.size() != 1) fail(line, "finding", "expected 'finding ID'");
-            if (registry.find(line.words[0])) fail(line, "finding", fmt::format("duplicate id '{}'", line.words[0]));
+            if (registry.find(line.words[0])) fail(line, "finding", fmt::format("duplicate id {}", quote(line.words[0])));
             if (!registry.entries.empty()) check_complete(registry.entries.back(), file);
             registry.entries.push_back(KnownEntry{.id = line.words[0], .line = number});
             has_upstream.push_back(false);
