@@ -35,7 +35,7 @@ Command add_explain_command(CLI::App& app) {
     cmd->add_option("trace", opts->trace_path, "Trace file")->required();
     cmd->add_option("--variant", opts->variant, "Upstream variant (default: the trace's run line)");
     cmd->add_option("--max-events", opts->max_events, "Event lines to print; the middle of a longer slice is elided")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}));
     return [opts] { return run_explain(*opts); };
 }
 

@@ -6,8 +6,29 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/option_rules.h"
 #include "cli/output_file.h"
 #include "properties/harness/exit_codes.h"
+#include "sim/trace/trace_schema.h"
+
+namespace {
+
+// `--log=`: CLI11 drops an empty value given after '=', so the rule of option_rules.h is kept here.
+bool no_empty_assignment(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--") return true;
+        if (arg.starts_with("--") && arg.size() > 3 && arg.back() == '=' && arg.find('=') == arg.size() - 1) {
+            const std::string name = arg.substr(0, arg.size() - 1);
+            const bool plain = name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
+            std::cerr << "kvsim: " << (plain ? name : kvsim::quote(name)) << ": empty value\n";
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"kvsim: deterministic simulation and fuzzing of vLLM KV-connector scheduling"};
@@ -24,6 +45,8 @@ int main(int argc, char** argv) {
     commands["report"] = kvsim::cli::add_report_command(app);
     commands["explain"] = kvsim::cli::add_explain_command(app);
     commands["findings"] = kvsim::cli::add_findings_command(app);
+    kvsim::cli::apply_option_rules(app);
+    if (!no_empty_assignment(argc, argv)) return kvsim::exit_code::kUsage;
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

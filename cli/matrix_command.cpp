@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/option_rules.h"
 #include "cli/registry_option.h"
 #include "properties/harness/exit_codes.h"
 #include "properties/harness/matrix.h"
@@ -23,19 +24,6 @@ struct MatrixOptions {
 };
 
 namespace {
-
-std::vector<std::string> split_list(const std::string& text) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        const std::size_t pos = text.find(',', start);
-        std::string item = text.substr(start, pos == std::string::npos ? std::string::npos : pos - start);
-        if (!item.empty()) out.push_back(item);
-        if (pos == std::string::npos) break;
-        start = pos + 1;
-    }
-    return out;
-}
 
 std::optional<std::vector<MatrixTrace>> load_traces(const std::vector<std::string>& paths) {
     std::vector<MatrixTrace> traces;
@@ -82,8 +70,14 @@ int run_matrix(const MatrixOptions& options) {
     if (!traces) return exit_code::kInputError;
     if (!options.async_scheduling.empty())
         for (MatrixTrace& t : *traces) t.trace.engine.async_scheduling = options.async_scheduling == "on";
-    std::vector<std::string> names = split_list(options.variants);
-    if (names.empty()) names = variants_in_expectations(*traces);
+    std::vector<std::string> names;
+    if (!options.variants.empty()) {
+        auto listed = split_option_list(options.variants, "--variants");
+        if (!listed) return exit_code::kUsage;
+        names = std::move(*listed);
+    } else {
+        names = variants_in_expectations(*traces);
+    }
     const auto variants = resolve_variants(names);
     if (!variants) return exit_code::kUsage;
 

@@ -315,6 +315,11 @@ std::optional<Variant> resolve_variant(std::string_view name, std::string* error
     }
     Variant v = base->flags;
     for (std::size_t i = 1; i < parts.size(); ++i) {
+        if (std::find(parts.begin() + 1, parts.begin() + static_cast<std::ptrdiff_t>(i), parts[i]) !=
+            parts.begin() + static_cast<std::ptrdiff_t>(i)) {
+            if (error) *error = fmt::format("variant patch '+{}' given twice in '{}'", parts[i], name);
+            return std::nullopt;
+        }
         if (!apply_variant_patch(v, parts[i])) {
             if (error)
                 *error = fmt::format("unknown variant patch '+{}' in '{}' (patches: {})", parts[i], name,
