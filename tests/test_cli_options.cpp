@@ -48,3 +48,12 @@ TEST_CASE("a duplicate patch in a trace's run line is an input error", "[cli][op
     CHECK(r.exit_code == 65);
     CHECK_THAT(r.err, Catch::Contains("given twice"));
 }
+
+TEST_CASE("an unknown subcommand is named, and --version prints the project version", "[cli][options]") {
+    check_usage("frobnicate", "kvsim: unknown subcommand 'frobnicate' (subcommands: coverage, explain,");
+    check_usage("run " + kTrace + " --bogus", "kvsim: ");
+    CHECK_THAT(run_kvsim("run " + kTrace + " --bogus").err, Catch::EndsWith("(see kvsim run --help)\n"));
+    const auto v = run_kvsim("--version");
+    CHECK(v.exit_code == 0);
+    CHECK_THAT(v.out, Catch::Matches("kvsim [0-9]+\\.[0-9]+\\.[0-9]+\n"));
+}
