@@ -40,3 +40,20 @@ TEST_CASE("a run still holding a request at the step limit stays a liveness find
     CHECK(r.exit_code == 3);
     CHECK_THAT(r.out, Catch::Contains("signature=liveness:requests_not_finished"));
 }
+
+TEST_CASE("an async run whose last batch in flight holds no request passes at the step limit", "[cli][liveness]") {
+    // both requests finish in step 1's output; under async scheduling a batch is always in flight
+    for (const int max_steps : {2, 3, 4}) {
+        INFO("max_steps=" << max_steps);
+        const auto path = write_scratch(
+            "last_batch.trace",
+            "kvsim-trace 1\n"
+            "engine block_size=16 num_blocks=32 max_batched_tokens=2048 max_running=4 max_model_len=496 "
+            "async_scheduling=on\n"
+            "run seed=1 max_steps=" + std::to_string(max_steps) + " variant=v0.30.0\nsegment q len=40\n"
+            "@0 arrive r1 prompt=q max_tokens=1\n@0 arrive r2 prompt=q max_tokens=1\n");
+        const auto r = run_kvsim("run " + path + " -q");
+        CHECK(r.exit_code == 0);
+        CHECK_THAT(r.out, Catch::StartsWith("pass "));
+    }
+}

@@ -10,6 +10,8 @@ std::optional<Finding> LivenessChecker::check_at_step_limit(const Engine& engine
     int unfinished = 0;
     for (const auto& [id, req] : engine.scheduler().requests()) unfinished += is_finished(req->status) ? 0 : 1;
     const int alive = static_cast<int>(engine.scheduler().requests().size());
+    // nothing left to drain: only a batch without requests in flight (async scheduling's last step)
+    if (alive == 0 && !engine.connector_busy()) return std::nullopt;
     Finding f;
     f.kind = FindingKind::liveness;
     f.id = unfinished > 0 ? "requests_not_finished" : "blocks_not_released";
@@ -24,6 +26,7 @@ std::optional<Finding> LivenessChecker::check_at_step_limit(const Engine& engine
 std::optional<Finding> LivenessChecker::check_stalled(const Engine& engine, int step, int max_steps,
                                                       int stall_steps) const {
     std::optional<Finding> f = check_at_step_limit(engine, max_steps);
+    if (!f) return f;
     f->step = step;
     f->facts.push_back(Field{.key = "stalled", .kind = FieldKind::integer, .value = std::int64_t{stall_steps}});
     return f;

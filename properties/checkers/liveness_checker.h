@@ -13,7 +13,8 @@ namespace kvsim {
 class LivenessChecker {
 public:
     std::string_view name() const { return "liveness_checker"; }
-    // The liveness finding of an engine stopped at `max_steps` with work left, if any.
+    // The liveness finding of an engine stopped at `max_steps` with work left, if any: none when no
+    // request is left and the connector is idle (a batch in flight holds nothing).
     std::optional<Finding> check_at_step_limit(const Engine& engine, int max_steps) const;
     // The same finding for an engine a StallWatch stopped at `step`, below `max_steps`, after
     // `stall_steps` steps without progress (the facts say so, and the message).
