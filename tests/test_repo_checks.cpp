@@ -1,12 +1,14 @@
 // The repository checks scripts/test runs: scripts/check-layering (no #include runs back up a
 // floor) and scripts/check-function-length (no unlisted function over 70 lines). Each passes on
-// the real tree and fails, naming the file, on a copy of it with one fault planted.
+// the real tree and fails, naming the file, on a copy of it with one fault planted. Last, every
+// test name survives ctest's per-test filter.
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <string>
 
 #include "cli_runner.h"
@@ -111,4 +113,26 @@ TEST_CASE("check-function-length fails on an exception that is short again or go
     REQUIRE(stale.exit_code != 0);
     REQUIRE_THAT(stale.err, Catch::Contains("sim/common/planted.cpp short_again is 10 lines now"));
     REQUIRE_THAT(stale.err, Catch::Contains("sim/common/gone.cpp gone no longer exists"));
+}
+
+// catch_discover_tests hands each name to ctest as a CMake list item and back to Catch as a test
+// spec: a ';' splits the name in two, and a leading '-' or '~' (negation), a '[' (tag) or a backslash
+// (escape) makes the spec match no test, so the test fails in CI while passing when run by tag.
+TEST_CASE("every test name survives ctest's per-test filter", "[repo]") {
+    const std::regex name_re(R"re(TEST_CASE\(\s*"([^"]*)")re");
+    int names = 0;
+    for (const char* top : {"tests", "fuzz/tests", "properties/suites"}) {
+        for (const auto& entry : fs::recursive_directory_iterator(kSource / top)) {
+            if (entry.path().extension() != ".cpp") continue;
+            const std::string text = slurp(entry.path());
+            for (std::sregex_iterator it(text.begin(), text.end(), name_re), end; it != end; ++it) {
+                const std::string name = (*it)[1].str();
+                ++names;
+                INFO(entry.path().string() << ": \"" << name << "\"");
+                CHECK(name.find_first_of(";[\\") == std::string::npos);
+                CHECK((name.empty() || (name.front() != '-' && name.front() != '~')));
+            }
+        }
+    }
+    CHECK(names > 400);
 }
