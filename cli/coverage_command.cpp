@@ -9,6 +9,7 @@
 #include "cli/output_file.h"
 #include "properties/harness/exit_codes.h"
 #include "properties/harness/lifecycle_coverage.h"
+#include "sim/trace/input_error.h"
 
 namespace kvsim::cli {
 
@@ -35,7 +36,13 @@ int run_coverage(const CoverageOptions& options) {
         std::cerr << "kvsim: coverage: " << found.missing << ": no such file or directory\n";
         return exit_code::kUsage;
     }
-    const LifecycleCoverage coverage = measure_lifecycle_coverage(found.files, fixed_variant);
+    LifecycleCoverage coverage;
+    try {
+        coverage = measure_lifecycle_coverage(found.files, fixed_variant, found.named);
+    } catch (const InputError& bad) {
+        std::cerr << "kvsim: " << bad.what() << "\n";
+        return exit_code::kInputError;
+    }
     if (!options.dot_path.empty()) {
         if (!write_output_file(options.dot_path, [&](std::ostream& dot) { write_lifecycle_dot(dot, coverage); }, "--dot"))
             return exit_code::kOutputError;
@@ -44,7 +51,7 @@ int run_coverage(const CoverageOptions& options) {
         std::cout << coverage_json(coverage, options.variant).dump(2) << "\n";
     else
         std::cout << render_coverage(coverage, options.variant);
-    return coverage.non_edges.empty() ? exit_code::kPass : 1;
+    return coverage.non_edges.empty() && coverage.mislabelled.empty() ? exit_code::kPass : 1;
 }
 
 Command add_coverage_command(CLI::App& app) {

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -139,4 +140,54 @@ TEST_CASE("measure_lifecycle_coverage counts invalid files and traces without a 
     REQUIRE(coverage.without_variant == 1);
     REQUIRE(coverage.traces_run == 0);
     REQUIRE(coverage.exercised.empty());
+}
+
+// A trace's `@N stop` makes RUNNING->FINISHED_STOPPED and FINISHED_STOPPED->FREED, and the header's
+// counts add up: exercised + never reached = modelled, with nothing exercised outside them.
+TEST_CASE("kvsim coverage counts a stopped request's edges as modelled and exercised", "[coverage]") {
+    const std::string trace = write_scratch("coverage-stop.trace",
+                                            "kvsim-trace 1\nrun variant=v0.30.0\n"
+                                            "engine block_size=4 num_blocks=16 max_model_len=60\n"
+                                            "segment a len=6\n@0 arrive r1 prompt=a max_tokens=8\n@2 stop r1\n");
+    const auto r = run_kvsim("coverage " + trace + " --json");
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    const auto has = [](const nlohmann::json& keys, const std::string& key) {
+        return std::find(keys.begin(), keys.end(), key) != keys.end();
+    };
+    CHECK(has(j["exercised"], "RUNNING->FINISHED_STOPPED"));
+    CHECK(has(j["exercised"], "FINISHED_STOPPED->FREED"));
+    CHECK_FALSE(has(j["not_modelled"], "RUNNING->FINISHED_STOPPED"));
+    CHECK(j["mislabelled"].empty());
+    CHECK(j["edges_exercised"].get<std::size_t>() + j["never_reached"].size() == j["edges_modelled"].get<std::size_t>());
+
+    const auto text = run_kvsim("coverage " + trace).out;
+    CHECK_THAT(text, Catch::Contains("lifecycle edges exercised: " + j["edges_exercised"].dump() + " of " +
+                                     j["edges_modelled"].dump() + " modelled"));
+    CHECK_THAT(text, Catch::Contains("never reached: " + std::to_string(j["never_reached"].size()) + "\n"));
+}
+
+TEST_CASE("kvsim coverage of the whole corpus makes no edge marked upstream only", "[coverage]") {
+    const auto r = run_kvsim("coverage " + std::string(KVSIM_SOURCE_DIR) + "/corpus --json");
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["rejected"] == 0);
+    CHECK(j["mislabelled"].empty());
+    CHECK(j["non_edges"].empty());
+}
+
+TEST_CASE("kvsim coverage of a named invalid trace fails with the parser's error", "[coverage]") {
+    const std::string bad = write_scratch("coverage-named-bad.trace", "run variant=v0.30.0\n");
+    const auto r = run_kvsim("coverage " + bad);
+    CHECK(r.exit_code == 65);
+    CHECK(r.out.empty());
+    CHECK(r.err == "kvsim: " + bad + ":1: header: expected 'kvsim-trace 1' as the first line, got 'run'\n");
+
+    const std::string no_variant = write_scratch("coverage-named-no-variant.trace",
+                                                 "kvsim-trace 1\nengine block_size=4 num_blocks=16 max_model_len=60\n"
+                                                 "segment a len=6\n@0 arrive r1 prompt=a max_tokens=2\n");
+    const auto nv = run_kvsim("coverage " + no_variant);
+    CHECK(nv.exit_code == 65);
+    CHECK_THAT(nv.err, Catch::StartsWith("kvsim: " + no_variant + ":0: run.variant: no variant: give --variant"));
+    CHECK(run_kvsim("coverage " + no_variant + " --variant v0.30.0").exit_code == 0);
 }

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,7 @@ namespace kvsim {
 
 struct TraceFiles {
     std::vector<std::string> files;  // sorted, without duplicates
+    std::set<std::string> named;     // the files named as such, not found under a directory
     std::string missing;             // the first path that is neither a directory nor a file (empty: none)
 };
 
@@ -38,7 +40,8 @@ struct LifecycleCoverage {
 
     // Edges of LifecycleGraph::upstream(), in its order.
     int edges_modelled = 0;
-    std::vector<const LifecycleEdgeInfo*> exercised;
+    std::vector<const LifecycleEdgeInfo*> exercised;      // modelled, made by a trace
+    std::vector<const LifecycleEdgeInfo*> mislabelled;    // made by a trace although marked upstream only
     std::vector<const LifecycleEdgeInfo*> never_reached;  // modelled, made by no trace
     std::vector<const LifecycleEdgeInfo*> not_modelled;   // upstream only, made by no trace
     std::vector<std::pair<std::string, int>> non_edges;   // transitions that are not edges -> traces
@@ -47,9 +50,11 @@ struct LifecycleCoverage {
 };
 
 // Runs every file under `fixed_variant`, else under the trace's run variant, else its first
-// expect line's variant; files that do not parse are counted as rejected.
+// expect line's variant; files that do not parse are counted as rejected, except a file in
+// `named`, which throws its InputError (as do a named file without a variant).
 LifecycleCoverage measure_lifecycle_coverage(const std::vector<std::string>& files,
-                                             const std::optional<Variant>& fixed_variant);
+                                             const std::optional<Variant>& fixed_variant,
+                                             const std::set<std::string>& named = {});
 
 // `variant_flag` is the variant every trace was run under, empty when each chose its own.
 nlohmann::ordered_json coverage_json(const LifecycleCoverage& coverage, const std::string& variant_flag);

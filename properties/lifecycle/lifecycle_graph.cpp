@@ -107,7 +107,7 @@ LifecycleGraph::LifecycleGraph() {
         "update_from_output -> finish_requests(FINISHED_ERROR): an async load failed, kv_load_failure_policy=fail");
 
     add(S::running, S::preempted, "preempt", "Scheduler._preempt_request: allocate_slots failed in the running loop");
-    add(S::running, S::finished_stopped, "stop", "update_from_output -> check_stop: EOS or a stop token", false);
+    add(S::running, S::finished_stopped, "stop", "update_from_output -> check_stop: EOS (a trace's @N stop)");
     add(S::running, S::finished_length_capped, "length_capped",
         "update_from_output -> check_stop: max_tokens or max_model_len reached");
     add(S::running, S::finished_aborted, "abort_running", "Scheduler.finish_requests(FINISHED_ABORTED) on a running request");
@@ -123,12 +123,11 @@ LifecycleGraph::LifecycleGraph() {
     // stops it (vllm/v1/core/sched/scheduler.py Scheduler.update_from_output, stopped_preempted_reqs @
     // 00024d314514900f361ad072af6931e403b7f589).
     add(S::preempted, S::finished_stopped, "stop_preempted",
-        "update_from_output -> check_stop on an in-flight step's output after preemption (stopped_preempted_reqs)",
-        false);
+        "update_from_output -> check_stop on an in-flight step's output after preemption (stopped_preempted_reqs)");
     add(S::preempted, S::finished_length_capped, "length_capped_preempted",
         "update_from_output -> check_stop on an in-flight step's output after preemption (stopped_preempted_reqs)");
 
-    add(S::finished_stopped, S::freed, "free_stopped", "Scheduler._free_blocks (at once or after a delayed free)", false);
+    add(S::finished_stopped, S::freed, "free_stopped", "Scheduler._free_blocks (at once or after a delayed free)");
     add(S::finished_length_capped, S::freed, "free_length_capped",
         "Scheduler._free_blocks: at once, or on finished_sending after a delayed free");
     add(S::finished_aborted, S::freed, "free_aborted",
