@@ -86,9 +86,19 @@ int run_both(const RunCommandOptions& opts, const TraceAndVariant& loaded) {
     return worst;
 }
 
+// With --json or --quiet the log is written only to --log FILE: a --log-format without it would be
+// dropped without a word.
+bool log_format_dropped(const RunCommandOptions& opts) {
+    if (!opts.log_format_given || !opts.log_path.empty() || (!opts.json && !opts.quiet)) return false;
+    std::cerr << "kvsim: --log-format: with " << (opts.json ? "--json" : "--quiet")
+              << " the event log is written only to --log FILE; give --log\n";
+    return true;
+}
+
 }  // namespace
 
 int run_run(const RunCommandOptions& opts) {
+    if (log_format_dropped(opts)) return exit_code::kUsage;
     if (names_input(opts.log_path, opts.trace_path, "--log") || names_input(opts.html_path, opts.trace_path, "--html") ||
         names_input(opts.perfetto_path, opts.trace_path, "--perfetto"))
         return exit_code::kUsage;
@@ -137,7 +147,7 @@ Command add_run_command(CLI::App& app) {
     cmd->add_option("trace", opts->trace_path, "Trace file (format: kvsim format; - reads standard input)")->required();
     cmd->add_option("--variant", opts->variant, "Upstream variant, e.g. v0.29.0 or v0.29.0+pr55066 (default: the trace's run line)");
     cmd->add_option("--log", opts->log_path, "Write the event log to FILE instead of stdout");
-    cmd->add_option("--log-format", opts->log_format,
+    CLI::Option* log_format = cmd->add_option("--log-format", opts->log_format,
                     "Event log format: text (the step log), or jsonl (one JSON object per event: step, category, fields)")
         ->check(CLI::IsMember({"text", "jsonl"}));
     cmd->add_flag("--quiet,-q", opts->quiet, "Print only the verdict line");
@@ -157,7 +167,10 @@ Command add_run_command(CLI::App& app) {
                     "--quiet) and each verdict line prefixed [async_scheduling=MODE]; with --json one object "
                     "{\"off\": RESULT, \"on\": RESULT}; exit code: the larger of the two")
         ->check(CLI::IsMember({"on", "off", "both"}));
-    return [opts]() -> int { return run_run(*opts); };
+    return [opts, log_format]() -> int {
+        opts->log_format_given = log_format->count() > 0;
+        return run_run(*opts);
+    };
 }
 
 }  // namespace kvsim::cli

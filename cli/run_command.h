@@ -9,6 +9,7 @@ struct RunCommandOptions {
     std::string variant;      // empty: the trace's run line
     std::string log_path;     // empty: the log goes to stdout (unless quiet or json)
     std::string log_format = "text";  // text | jsonl
+    bool log_format_given = false;    // --log-format was on the command line
     bool quiet = false;
     bool check_determinism = false;
     bool json = false;  // the whole result as one JSON object instead of the log and verdict line

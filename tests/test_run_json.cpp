@@ -180,3 +180,20 @@ TEST_CASE("events render to the text log, and their JSON carries every field", "
         if (!e.request().empty()) CHECK(j["request"] == std::string(e.request()));
     }
 }
+
+TEST_CASE("run --log-format with --json or --quiet and no --log is refused, not dropped", "[cli][json]") {
+    const std::string trace = kCorpus + "upstream/seed000_multiconnector_both.trace";
+    for (const std::string mode : {"--json", "--quiet"}) {
+        const CliResult r = run_kvsim("run " + trace + " --variant v0.29.0 --log-format jsonl " + mode);
+        INFO(mode);
+        CHECK(r.exit_code == 64);
+        CHECK(r.out.empty());
+        CHECK(r.err == "kvsim: --log-format: with " + mode + " the event log is written only to --log FILE; give --log\n");
+    }
+    const std::string log = (scratch_dir() / "json-with-jsonl.jsonl").string();
+    const CliResult with_log = run_kvsim("run " + trace + " --variant v0.29.0 --log-format jsonl --json --log " + log);
+    CHECK(with_log.exit_code == 2);
+    CHECK(json::parse(with_log.out)["verdict"] == "crash");
+    CHECK_FALSE(jsonl_of(slurp(log)).empty());
+    CHECK(run_kvsim("run " + trace + " --variant v0.29.0 --json").exit_code == 2);  // the default format is fine
+}
