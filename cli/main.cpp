@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/escaping_stderr.h"
 #include "cli/option_rules.h"
 #include "cli/output_file.h"
 #include "properties/harness/exit_codes.h"
@@ -61,6 +62,7 @@ std::string help_hint(int argc, char** argv, const std::map<std::string, kvsim::
 }  // namespace
 
 int main(int argc, char** argv) {
+    const kvsim::cli::EscapedStandardError escaped_stderr;
     CLI::App app{"kvsim: deterministic simulation and fuzzing of vLLM KV-connector scheduling"};
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("kvsim ") + KVSIM_VERSION, "Print kvsim's version and exit");

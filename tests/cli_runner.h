@@ -43,6 +43,15 @@ inline std::string kvsim_binary() {
     return other != nullptr && *other != '\0' ? std::string(other) : std::string(KVSIM_BINARY);
 }
 
+// A byte a terminal could take for part of an escape sequence: anything but printable ASCII and '\n'.
+inline bool has_control_byte(const std::string& text) {
+    for (const char c : text) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte != '\n' && (byte < 0x20 || byte >= 0x7f)) return true;
+    }
+    return false;
+}
+
 inline CliResult run_kvsim(const std::string& args) {
     const auto dir = scratch_dir();
     const auto out = dir / "stdout.txt";

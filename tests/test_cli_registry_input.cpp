@@ -6,18 +6,6 @@
 
 using namespace kvsim::testing;
 
-namespace {
-
-bool has_control_byte(const std::string& text) {
-    for (const char c : text) {
-        const auto byte = static_cast<unsigned char>(c);
-        if (byte != '\n' && (byte < 0x20 || byte >= 0x7f)) return true;
-    }
-    return false;
-}
-
-}  // namespace
-
 TEST_CASE("registry input: its errors never echo raw escape bytes", "[cli][registry]") {
     const std::string esc = "\x1b]0;pwned\x07\x1b[31m";
     for (const std::string& text : {"finding " + esc + "x\n", "finding a\nclass " + esc + "\n",

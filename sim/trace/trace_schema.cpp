@@ -1,6 +1,7 @@
 // The key tables of trace format v1 and the value codec every table row goes through.
 #include "sim/trace/trace_schema.h"
 
+#include "sim/common/escape.h"
 #include "sim/trace/config_rules.h"
 #include "sim/trace/trace_builder.h"
 
@@ -750,8 +751,8 @@ std::string quote(std::string_view text) {
     std::string out = "'";
     for (std::size_t i = 0; i < text.size() && i < kShown; ++i) {
         const auto c = static_cast<unsigned char>(text[i]);
-        if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') out += static_cast<char>(c);
-        else out += fmt::format("\\x{:02x}", c);
+        if (is_printable_ascii(c) && c != '\\' && c != '\'') out += static_cast<char>(c);
+        else append_escaped_byte(out, c);
     }
     out += text.size() > kShown ? "'..." : "'";
     return out;
