@@ -1,8 +1,10 @@
 // kvsim: deterministic simulation of vLLM's KV-connector scheduling.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <iostream>
 #include <map>
+#include <new>
 #include <string>
 
 #include "cli/commands.h"
@@ -59,10 +61,7 @@ std::string help_hint(int argc, char** argv, const std::map<std::string, kvsim::
     return argc >= 2 && commands.contains(argv[1]) ? std::string("kvsim ") + argv[1] + " --help" : "kvsim --help";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    const kvsim::cli::EscapedStandardError escaped_stderr;
+int run_kvsim(int argc, char** argv) {
     CLI::App app{"kvsim: deterministic simulation and fuzzing of vLLM KV-connector scheduling"};
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("kvsim ") + KVSIM_VERSION, "Print kvsim's version and exit");
@@ -85,4 +84,19 @@ int main(int argc, char** argv) {
     for (auto* sub : app.get_subcommands()) code = commands.at(sub->get_name())();
     // what a command printed is only written once flushed: a full device fails here, not silently
     return kvsim::cli::flush_standard_output() ? code : kvsim::exit_code::kOutputError;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const kvsim::cli::EscapedStandardError escaped_stderr;
+    try {
+        return run_kvsim(argc, argv);
+    } catch (const std::bad_alloc&) {
+        // what is left of the heap may not hold a formatted message: a fixed line, written unbuffered
+        std::fputs("kvsim: out of memory: the run needs more than this process may allocate (kvsim format lists "
+                   "the trace budget)\n",
+                   stderr);
+        return kvsim::exit_code::kOutOfMemory;
+    }
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <new>
 
 #include "cli/commands.h"
 #include "cli/registry_option.h"
@@ -77,6 +78,8 @@ int run_triage(const TriageOptions& options) {
             count(t, c);
             std::cout << triage_report_line(t, variant->name) << "\n" << std::flush;
             if (summary.is_open()) summary << triage_summary_line(t, variant->name) << "\n" << std::flush;
+        } catch (const std::bad_alloc&) {
+            throw;  // main's one line and exit code, not an internal error
         } catch (const std::exception& e) {
             std::cerr << e.what() << "\n";
             return exit_code::kInternalError;

@@ -52,11 +52,13 @@ inline bool has_control_byte(const std::string& text) {
     return false;
 }
 
-inline CliResult run_kvsim(const std::string& args) {
+// kvsim run by `wrapper` (a shell prefix that execs its arguments, e.g. one that sets a ulimit first).
+inline CliResult run_kvsim_wrapped(const std::string& wrapper, const std::string& args) {
     const auto dir = scratch_dir();
     const auto out = dir / "stdout.txt";
     const auto err = dir / "stderr.txt";
-    const std::string command = kvsim_binary() + " " + args + " >" + out.string() + " 2>" + err.string();
+    const std::string command =
+        wrapper + (wrapper.empty() ? "" : " ") + kvsim_binary() + " " + args + " >" + out.string() + " 2>" + err.string();
     const int status = std::system(command.c_str());
     CliResult result;
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -64,5 +66,7 @@ inline CliResult run_kvsim(const std::string& args) {
     result.err = slurp(err);
     return result;
 }
+
+inline CliResult run_kvsim(const std::string& args) { return run_kvsim_wrapped("", args); }
 
 }  // namespace kvsim::testing

@@ -6,6 +6,7 @@
 #include "sim/trace/trace_parser.h"
 #include "sim/trace/trace_printer.h"
 #include "sim/variant/variant.h"
+#include "tests/trace_error.h"
 
 #include <string>
 #include <string_view>
@@ -15,15 +16,7 @@ namespace {
 
 using namespace std::string_literals;
 
-// The first error of `text`, or "" when it parses.
-std::string error_of(std::string_view text) {
-    try {
-        (void)parse_trace(text, "t.trace");
-    } catch (const InputError& e) {
-        return e.what();
-    }
-    return "";
-}
+using testing::error_of;
 
 const std::string kHead = "kvsim-trace 1\nengine block_size=16 num_blocks=64 max_model_len=1008\n";  // lines 1-2
 const std::string kBody = kHead + "segment s len=8\n@0 arrive r1 prompt=s max_tokens=2\n";  // lines 3-4

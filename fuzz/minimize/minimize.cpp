@@ -5,6 +5,7 @@
 #include <exception>
 #include <functional>
 #include <map>
+#include <new>
 #include <set>
 #include <utility>
 #include <vector>
@@ -123,6 +124,8 @@ private:
         try {
             const RunResult r = run_trace(t, variant_, run_options_);
             return !r.internal_error && r.signature == signature_ && (!options_.also_keep || options_.also_keep(t, r));
+        } catch (const std::bad_alloc&) {
+            throw;  // out of memory is the process's, not the candidate's (kvsim's main exits 71)
         } catch (const std::exception&) {
             return false;
         }

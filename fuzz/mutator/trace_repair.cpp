@@ -409,7 +409,9 @@ private:
         } else if (keyword == segment_schema().keyword) {
             if (t_.segments.size() >= kMaxItems) return;
             if (auto s = salvage_line(segment_schema(), args)) {
-                // `len=65536` is 14 bytes of text for 256 KiB of tokens: cut at once
+                // `len=65536` is 14 bytes of text for 256 KiB of tokens: cut before they are derived
+                s->pending_len = std::min(s->pending_len, static_cast<std::int32_t>(envelope::kMaxSegmentLen));
+                derive_segment_tokens(*s);
                 if (s->tokens.size() > static_cast<std::size_t>(envelope::kMaxSegmentLen))
                     s->tokens.resize(static_cast<std::size_t>(envelope::kMaxSegmentLen));
                 if (s->tokens.empty()) s->tokens = generated_segment_tokens(s->name, 16);

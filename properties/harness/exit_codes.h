@@ -1,6 +1,6 @@
 #pragma once
 // Exit codes (README.md, Verdicts and exit codes); 64/65 follow sysexits.h (EX_USAGE, EX_DATAERR), 70 = EX_SOFTWARE,
-// 74 = EX_IOERR.
+// 71 = EX_OSERR, 74 = EX_IOERR.
 #include "sim/trace/trace.h"
 
 namespace kvsim::exit_code {
@@ -15,6 +15,7 @@ inline constexpr int kRejected = 78;  // EX_CONFIG: upstream refuses the configu
 inline constexpr int kUsage = 64;
 inline constexpr int kInputError = 65;
 inline constexpr int kInternalError = 70;  // a bug in kvsim itself, not in the modelled code
+inline constexpr int kOutOfMemory = 71;  // EX_OSERR: std::bad_alloc reached main (one line on stderr)
 inline constexpr int kOutputError = 74;  // EX_IOERR: standard output or an output file could not be written
 
 constexpr int of(Verdict v) {

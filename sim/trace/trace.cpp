@@ -83,4 +83,10 @@ std::vector<std::int32_t> generated_segment_tokens(std::string_view name, int le
     return out;
 }
 
+void derive_segment_tokens(Segment& segment) {
+    if (segment.pending_len == 0) return;
+    segment.tokens = generated_segment_tokens(segment.name, segment.pending_len);
+    segment.pending_len = 0;
+}
+
 }  // namespace kvsim

@@ -112,6 +112,11 @@ struct Segment {
     std::string name;
     std::vector<std::int32_t> tokens;
     bool generated = true;  // printed as len=N (tokens derived from the name) vs tokens=...
+    // The parser's len=N, held until the trace is within its budget (sim/trace/trace_budget.h) and
+    // derive_segment_tokens() derives the tokens; 0 once they are (and in every trace built in memory).
+    std::int32_t pending_len = 0;
+
+    std::size_t length() const { return tokens.size() + static_cast<std::size_t>(pending_len); }
 
     bool operator==(const Segment&) const = default;
 };
@@ -306,5 +311,7 @@ std::optional<Verdict> parse_verdict(std::string_view text);
 // Tokens of a generated segment: derived from its name, never from the run's PRNG,
 // so two traces sharing a segment name share its tokens.
 std::vector<std::int32_t> generated_segment_tokens(std::string_view name, int length);
+// A parsed segment's pending len=N turned into its tokens (nothing when none is pending).
+void derive_segment_tokens(Segment& segment);
 
 }  // namespace kvsim

@@ -2,6 +2,7 @@
 // lives in the tables of trace_schema.cpp, the cross-line rules in validate_trace below.
 #include "sim/trace/trace_parser.h"
 
+#include "sim/trace/trace_budget.h"
 #include "sim/trace/trace_builder.h"
 #include "sim/trace/trace_printer.h"
 #include "sim/trace/trace_schema.h"
@@ -63,7 +64,8 @@ public:
             fail("engine", "missing engine line (required once)");
         }
         trace_.lines = std::move(lines_);
-        validate_trace(trace_, file_);
+        validate_trace(trace_, file_);  // within its budget before a single token is derived
+        for (Segment& segment : trace_.segments) derive_segment_tokens(segment);
         return std::move(trace_);
     }
 
@@ -306,6 +308,7 @@ public:
         expectations();
         events();
         checks();
+        budget();
     }
 
 private:
@@ -426,7 +429,8 @@ private:
             const Segment& s = t_.segments[i];
             const int line = line_at(&TraceLines::segments, i);
             rows(segment_schema(), s, line);
-            if (s.generated && s.tokens != generated_segment_tokens(s.name, static_cast<int>(s.tokens.size())))
+            if (s.generated && s.pending_len == 0 &&
+                s.tokens != generated_segment_tokens(s.name, static_cast<int>(s.tokens.size())))
                 fail(line, "segment.len", fmt::format("tokens of generated segment '{}' are not the ones its name "
                                                       "derives (explicit tokens need generated=false)",
                                                       s.name));
@@ -576,7 +580,7 @@ private:
         for (const std::string& name : names) {
             const auto it = segment_index_.find(name);
             if (it == segment_index_.end()) fail(line, field, fmt::format("unknown segment '{}'", name));
-            length += static_cast<std::int64_t>(t_.segments[it->second].tokens.size());
+            length += static_cast<std::int64_t>(t_.segments[it->second].length());
         }
         return length;
     }
@@ -586,6 +590,28 @@ private:
         if (length < 1 || length > t_.engine.max_model_len - 1)
             fail(line, "event.prompt", fmt::format("prompt of {} tokens, outside 1..max_model_len-1 = 1..{}", length,
                                                    t_.engine.max_model_len - 1));
+    }
+
+    // The sums of sim/trace/trace_budget.h, each failing on the line where it passes its limit (every
+    // segment a prompt names is defined: events() checked).
+    void budget() const {
+        BudgetTally tally;
+        const auto over = [&](BudgetMeasure measure, std::uint64_t amount, int line) {
+            if (auto bad = tally.add(measure, amount)) fail(line, budget_row(measure).field, *bad);
+        };
+        for (std::size_t i = 0; i < t_.segments.size(); ++i)
+            over(BudgetMeasure::segment_tokens, t_.segments[i].length(), line_at(&TraceLines::segments, i));
+        for (const Event& e : t_.events) {
+            const auto* arrive = std::get_if<ArriveEvent>(&e.body);
+            if (arrive == nullptr) continue;
+            const auto prompt = static_cast<std::uint64_t>(tokens_of(arrive->prompt, e.line, "event.prompt"));
+            over(BudgetMeasure::prompt_tokens, prompt, e.line);
+            over(BudgetMeasure::output_tokens, static_cast<std::uint64_t>(arrive->max_tokens), e.line);
+        }
+        // both are at least 1 (rows() checked)
+        if (auto bad = block_steps_over(static_cast<std::uint64_t>(t_.engine.num_blocks),
+                                        static_cast<std::uint64_t>(t_.run.max_steps)))
+            fail(lines_ ? lines_->run : 0, budget_row(BudgetMeasure::block_steps).field, *bad);
     }
 
     // kv_transfer_params: the connector that serves them.

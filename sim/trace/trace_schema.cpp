@@ -3,6 +3,7 @@
 
 #include "sim/common/escape.h"
 #include "sim/trace/config_rules.h"
+#include "sim/trace/trace_budget.h"
 #include "sim/trace/trace_builder.h"
 
 #include "sim/variant/variant.h"
@@ -272,9 +273,10 @@ constexpr Row<Segment> kSegmentRows[] = {
         .positional = true, .help = "segment name, unique in the trace"}),
     {.spec = {.name = "len", .type = VT::integer, .min = 1, .max = limits::kMaxSegmentLen, .one_of = "content",
               .help = "generated tokens, derived from the segment name only"},
-     .get = +[](const Segment& s) -> ValueView { return static_cast<std::uint64_t>(s.tokens.size()); },
-     .set = +[](Segment& s, Value&& v) {
-         s.tokens = generated_segment_tokens(s.name, static_cast<int>(as_u64(v)));
+     .get = +[](const Segment& s) -> ValueView { return static_cast<std::uint64_t>(s.length()); },
+     .set = +[](Segment& s, Value&& v) {  // derived once the trace is within its budget (trace_budget.h)
+         s.tokens.clear();
+         s.pending_len = static_cast<std::int32_t>(as_u64(v));
          s.generated = true;
      },
      .present = +[](const Segment& s) { return s.generated; }},
@@ -284,6 +286,7 @@ constexpr Row<Segment> kSegmentRows[] = {
      .get = +[](const Segment& s) -> ValueView { return std::span<const std::int32_t>(s.tokens); },
      .set = +[](Segment& s, Value&& v) {
          s.tokens = std::move(std::get<std::vector<std::int32_t>>(v));
+         s.pending_len = 0;
          s.generated = false;
      },
      .present = +[](const Segment& s) { return !s.generated; }},
@@ -799,6 +802,7 @@ std::string format_help() {
         "on an earlier line (the run skips it while the old request is still alive).\n"
         "Limits: {} segments, {} store lines, {} events, {} expect lines.\n",
         limits::kMaxSteps - 1, limits::kMaxSegments, kMaxStoreEntries, limits::kMaxEvents, kMaxExpectations);
+    out += budget_help();
     out += config_rules_help();
     return out;
 }
