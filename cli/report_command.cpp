@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "fuzz/campaign/campaign_facts.h"
 #include "fuzz/campaign/report.h"
 #include "properties/harness/exit_codes.h"
 #include "sim/trace/input_error.h"
@@ -78,6 +79,7 @@ Command add_report_command(CLI::App& app) {
         ->required();
     cmd->add_option("--copy-to", opts->copy_to,
                     "Also write the three files into DIR, with the pages' links relative to DIR");
+    cmd->footer("\n" + campaign_facts_help());
     return [opts] { return run_report(*opts); };
 }
 

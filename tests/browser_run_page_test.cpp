@@ -127,7 +127,13 @@ TEST_CASE("headless Chromium shows each finding's links on a nightly report's in
     std::filesystem::remove_all(root);
     std::filesystem::create_directories(root / "run");
     std::ofstream(root / "run" / "campaign.txt")
-        << "run_id browser\nbuild ok\nbroken v0.29.0\nvariant name=v0.29.0 seconds=1\nvariant name=v0.30.0 seconds=1\n";
+        << "run_id browser\nstarted 2026-01-01T00:00:00Z\ncommit abc\nminutes 1\njobs 1\nsanitizer_share 25\nbuild ok\n"
+        << "broken v0.29.0\ninterrupted 0\nwall_seconds 60\n";
+    for (const char* v : {"v0.29.0", "v0.30.0"})
+        std::ofstream(root / "run" / "campaign.txt", std::ios::app)
+            << "variant name=" << v << " budget=1 seconds=1 sanitizer_seconds=0 jobs=1 single_seconds=0 "
+            << "corpus=/nonexistent seeds=/nonexistent corpus_before=0 corpus_after=0 seed_count=0 seeds_left_out=0 "
+            << "crash_artifacts=0\n";
     const std::pair<const char*, const char*> artifacts[] = {
         {"v0.29.0", "/corpus/upstream/seed000_multiconnector_both.trace"},
         {"v0.30.0", "/corpus/findings/failed_store_load_reserves_itself.trace"}};

@@ -21,14 +21,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kCampaign = "run_id planted\nstarted 2026-01-01T00:00:00Z\ncommit abc\nminutes 1\njobs 1\nbuild ok\n"
-                              "broken v0.29.0\nvariant name=v0.29.0 seconds=1 jobs=1\n"
-                              "variant name=v0.30.0 seconds=1 jobs=1\ninterrupted 0\n";
+const std::string kVariantFacts = " budget=1 seconds=1 sanitizer_seconds=0 jobs=1 single_seconds=0 corpus=/nonexistent "
+                                  "seeds=/nonexistent corpus_before=0 corpus_after=0 seed_count=0 seeds_left_out=0 "
+                                  "crash_artifacts=0\n";
+const std::string kCampaign = "run_id planted\nstarted 2026-01-01T00:00:00Z\ncommit abc\nminutes 1\njobs 1\n"
+                              "sanitizer_share 25\nbuild ok\nbroken v0.29.0\nvariant name=v0.29.0" + kVariantFacts +
+                              "variant name=v0.30.0" + kVariantFacts + "interrupted 0\nwall_seconds 60\n";
 
 // A finding whose signature needs escaping, in a directory that holds only its trace.
 nlohmann::json hostile_line(const fs::path& dir) {
     return {{"artifact", "crash-x"}, {"variant", "v0.30.0"}, {"first", true}, {"status", "new"},
-            {"verdict", "crash"}, {"signature", "crash:<b>&\"x\""}, {"causes", nlohmann::json::array()}, {"cause", "x"},
+            {"verdict", "crash"}, {"signature", "crash:<b>&\"x\""}, {"causes", nlohmann::json::array()}, {"residue", ""}, {"cause", "x"},
             {"dir", dir.string()}, {"files", {{"trace", "trace"}, {"page", "page.html"}, {"explain", nullptr}}},
             {"repro", "kvsim run x"}, {"message", "m"}};
 }

@@ -2,8 +2,7 @@
 // The work behind `kvsim report`: the nightly campaign's report (report.json and report.md) from
 // what the campaign left in its run directory:
 //   campaign.txt            facts scripts/nightly records, one `KEY VALUE` or `KEY k=v...` a line
-//                           (run_id, started, commit, minutes, jobs, build, interrupted, broken,
-//                           canary ..., variant name=V ...: see README.md, Fuzzing and the nightly campaign)
+//                           (every key declared in fuzz/campaign/campaign_facts.cpp; `kvsim report --help`)
 //   stats/<V>/jobs.*.json   the fuzz target's counts of each campaign process (KVSIM_FUZZ_STATS)
 //   stats/<V>/single.*.json the same binary alone, on the same corpus (the single-process rate)
 //   triage-<V>.jsonl        `kvsim triage --summary` lines
@@ -26,7 +25,8 @@ struct CampaignReport {
     int exit_code = 0;  // 0 clean, 1 new finding on a clean variant, 2 canary failed, 70 build, 130 interrupted
 };
 
-// Throws InputError (campaign.txt:LINE) on a malformed fact, std::runtime_error on an unreadable file.
+// Throws InputError (FILE:LINE: FIELD: ...) on an unreadable or malformed campaign.txt, triage summary line or
+// stats file (fuzz/campaign/campaign_facts.h): nothing malformed is skipped or read as 0.
 CampaignReport build_campaign_report(const std::filesystem::path& run_dir);
 
 // The report's Markdown and its self-contained HTML page (inline CSS, no script, no network), from

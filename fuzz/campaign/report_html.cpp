@@ -97,18 +97,22 @@ std::string variants_table(const Json& r, const fs::path& page_dir) {
     return out + "</table>\n";
 }
 
+std::string canary_section(const Json& c) {
+    if (c["status"] == "skipped") return "<h2>Canary</h2>\n<p>skipped (scripts/nightly --no-canary)</p>\n";
+    return fmt::format("<h2>Canary</h2>\n<p>{} from an empty corpus must find <code>{}</code>: <b>{}</b> ({} s, {} run(s))</p>\n",
+                       escape(str(c["variant"])), escape(str(c["signature"])), escape(str(c["status"])),
+                       escape(str(c["seconds"])), escape(str(c["runs"])));
+}
+
 std::string header(const Json& r) {
     const bool ok = r["exit_code"].get<int>() == 0;
-    const Json& c = r["canary"];
     return fmt::format(
         "<h1>kvsim nightly campaign {}</h1>\n<p><span class=\"status {}\">{} (exit {})</span></p>\n"
-        "<p>started {}, {} s wall; budget {} min, {} job(s); commit <code>{}</code>; findings: {} new, {} known</p>\n"
-        "<h2>Canary</h2>\n<p>{} from an empty corpus must find <code>{}</code>: <b>{}</b> ({} s, {} run(s))</p>\n",
+        "<p>started {}, {} s wall; budget {} min, {} job(s); commit <code>{}</code>; findings: {} new, {} known</p>\n",
         escape(str(r["run_id"])), ok ? "ok" : "fail", escape(report_status_line(r)), escape(str(r["exit_code"])),
         escape(str(r["started"])), escape(str(r["wall_seconds"])), escape(str(r["minutes"])), escape(str(r["jobs"])),
-        escape(str(r["commit"])), escape(str(r["findings_new"])), escape(str(r["findings_known"])),
-        escape(str(c["variant"])), escape(str(c["signature"])), escape(str(c["status"])), escape(str(c["seconds"])),
-        escape(str(c["runs"])));
+        escape(str(r["commit"])), escape(str(r["findings_new"])), escape(str(r["findings_known"]))) +
+           canary_section(r["canary"]);
 }
 
 }  // namespace

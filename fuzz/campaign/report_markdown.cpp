@@ -107,9 +107,12 @@ std::string render_report_markdown(const Json& r, const std::filesystem::path& p
     out += fmt::format("- findings: {} new, {} known; artifacts and logs: `{}`\n\n", num(r["findings_new"]),
                        num(r["findings_known"]), r["run_dir"].get<std::string>());
     const Json& c = r["canary"];
-    out += fmt::format("## Canary\n{} from an empty corpus, abort on any finding: **{}** ({} s, {} run(s)); must find `{}`.\n\n",
-                       c["variant"].get<std::string>(), c["status"].get<std::string>(), num(c["seconds"]),
-                       num(c["runs"]), c["signature"].get<std::string>());
+    if (c["status"] == "skipped")
+        out += "## Canary\nskipped (scripts/nightly --no-canary).\n\n";
+    else
+        out += fmt::format("## Canary\n{} from an empty corpus, abort on any finding: **{}** ({} s, {} run(s)); must find `{}`.\n\n",
+                           c["variant"].get<std::string>(), c["status"].get<std::string>(), num(c["seconds"]),
+                           num(c["runs"]), c["signature"].get<std::string>());
     out += "## Variants\nexec/s (campaign) = executions of every job of the throughput build / their wall time; "
            "per job = that / jobs; single process = the same fuzz binary alone on the same corpus; ratio = per job "
            "/ single process. The sanitizer build (ASan+UBSan) fuzzes the last share of the jobs' time on the "
