@@ -74,7 +74,8 @@ int run_both(const RunCommandOptions& opts, const TraceAndVariant& loaded) {
             continue;
         }
         if (run.result.verdict == Verdict::rejected) {
-            std::cerr << "[async_scheduling=" << mode << "] " << rejection_line(run.result, opts.trace_path) << "\n";
+            std::cerr << "kvsim: [async_scheduling=" << mode << "] " << rejection_line(run.result, opts.trace_path)
+                      << "\n";
             continue;
         }
         if (!opts.quiet) std::cout << "== async_scheduling=" << mode << "\n" << rendered_log(run.result, opts.log_format);
@@ -114,7 +115,7 @@ int run_run(const RunCommandOptions& opts) {
     run_options.record_timeline = !opts.html_path.empty() || !opts.perfetto_path.empty();
     const RunResult result = run_trace(loaded->trace, loaded->variant, run_options);
     if (result.verdict == Verdict::rejected && !opts.json) {
-        std::cerr << rejection_line(result, opts.trace_path) << "\n";
+        std::cerr << "kvsim: " << rejection_line(result, opts.trace_path) << "\n";
         return exit_code::kRejected;
     }
     const Classification classification = classify(builtin_registry(), loaded->trace, loaded->variant, result);

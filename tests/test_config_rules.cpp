@@ -126,13 +126,16 @@ TEST_CASE("config rules: kvsim run stops before step 0 with one line naming the 
     CHECK(r.exit_code == 78);
     CHECK(r.out.empty());
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-    CHECK_THAT(r.err, Catch::StartsWith(path + ":4: connector.load_async: upstream rejects this configuration "
+    CHECK_THAT(r.err, Catch::StartsWith("kvsim: " + path + ":4: connector.load_async: upstream rejects this configuration "
                                                "(rule store_load_async)"));
     const auto json = run_kvsim("run " + path + " --json");
     CHECK(json.exit_code == 78);
     const auto j = nlohmann::json::parse(json.out);
     CHECK(j["verdict"] == "rejected");
     CHECK(j["signature"] == "rejected:store_load_async");
+    const auto both = run_kvsim("run " + path + " --async-scheduling both --quiet");
+    CHECK(both.exit_code == 78);
+    CHECK_THAT(both.err, Catch::StartsWith("kvsim: [async_scheduling=off] " + path + ":4: connector.load_async: "));
     const auto lifted = run_kvsim("run " + path + " --variant v0.30.0+sync_store_load_hotfix --quiet");
     CHECK(lifted.exit_code == 0);
     const auto matrix = run_kvsim("matrix " + path + " --variants v0.30.0,v0.30.0+sync_store_load_hotfix");
