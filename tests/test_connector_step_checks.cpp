@@ -103,4 +103,26 @@ TEST_CASE("connector checks round-trip and never change the run", "[step_checks]
     CHECK(checked.log == plain.log);
 }
 
+TEST_CASE("a multi line over one connector is a one-child MultiConnector", "[step_checks][multi]") {
+    // upstream's kv_connector="MultiConnector" with one entry in `connectors`: the store child loads
+    const std::string trace =
+        "kvsim-trace 1\n"
+        "engine block_size=16 num_blocks=32 max_batched_tokens=256 max_running=8 max_model_len=496 "
+        "async_scheduling=off\n"
+        "run max_steps=60 variant=v0.30.0\n"
+        "multi role=kv_both\n"
+        "connector store role=kv_both\n"
+        "workers ranks=1 load_delay_min=2 load_delay_max=2\n"
+        "segment s0 len=32\n"
+        "segment p2 len=20\n"
+        "store prefix=s0\n"
+        "@0 arrive s prompt=s0+p2 max_tokens=2\n"
+        "@0 check multi s child=0 child_name=store at=schedule\n"
+        "@0 check store s load=on load_tokens=32 at=schedule\n";
+    const RunResult r = run_text(trace);
+    CHECK(r.verdict == Verdict::pass);
+    CHECK(r.findings.empty());
+}
+
 }  // namespace kvsim
+

@@ -42,7 +42,10 @@ ConnectorStack make_one(const ConnectorSpec& spec, const ConnectorContext& ctx) 
 ConnectorStack make_connector_stack(const ConnectorContext& ctx) {
     const auto& specs = ctx.trace->connectors;
     if (specs.empty()) return {};
-    if (specs.size() == 1) return make_one(specs.front(), ctx);
+    // A `multi` line is upstream's kv_connector="MultiConnector": it wraps even a single child, as
+    // MultiConnector.__init__ takes any list of connectors (multi_connector.py @
+    // 00f4240ee6458263d76cf51ca7901ce1350bb4d1).
+    if (specs.size() == 1 && !ctx.trace->multi) return make_one(specs.front(), ctx);
     std::vector<std::unique_ptr<KVConnectorScheduler>> schedulers;
     std::vector<std::unique_ptr<KVConnectorWorker>> workers;
     for (const auto& spec : specs) {
