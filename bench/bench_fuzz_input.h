@@ -1,5 +1,5 @@
 #pragma once
-// The fuzz target's per-input work, piece by piece (README.md, Performance): parsing an input,
+// The fuzz target's per-input work, piece by piece (bench/README.md, Performance): parsing an input,
 // printing a trace, the custom mutator's whole call, and one run; each per input, over the same
 // normalized swarm traces, so scripts/bench can show what share parsing and printing take.
 #include <benchmark/benchmark.h>

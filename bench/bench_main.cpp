@@ -1,4 +1,4 @@
-// kvsim_bench: Google Benchmark over the model and the search (README.md, Performance).
+// kvsim_bench: Google Benchmark over the model and the search (bench/README.md, Performance).
 //   kvsim_bench [--short] [--print-trace concurrency:N|pool:BLOCKS] [--benchmark_* flags]
 // --short registers small sizes with one iteration each: it checks that every benchmark runs and
 // passes, never that it is fast. scripts/bench turns the JSON output into the side-by-side table.

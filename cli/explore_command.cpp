@@ -1,4 +1,4 @@
-// kvsim explore: swarm-style random search (README.md, Exploring; fuzz/swarm/explore.h does the
+// kvsim explore: swarm-style random search (fuzz/README.md, Exploring; fuzz/swarm/explore.h does the
 // work). Every failing seed is printed with the command that regenerates and reruns exactly that trace.
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 #pragma once
-// Swarm-style random traces for `kvsim explore` (README.md, Exploring).
+// Swarm-style random traces for `kvsim explore` (fuzz/README.md, Exploring).
 //
 // Swarm testing (Groce et al., ISSTA 2012; TigerBeetle's VOPR): instead of one fixed mix of
 // features, every seed first draws its own knobs (connector stack and roles, pool pressure,

@@ -1,5 +1,5 @@
 #pragma once
-// Invariant checkers: after every step they judge the core's true state (README.md, Property tests).
+// Invariant checkers: after every step they judge the core's true state (tests/README.md, Property tests).
 #include <cstdint>
 #include <memory>
 #include <optional>

@@ -2,7 +2,7 @@
 // Running RapidCheck properties over kvsim traces: fixed seed and case count by default,
 // nightly scale from the environment, and failure reports that a person can replay.
 //
-// Environment (read once per property; see README "Property tests"):
+// Environment (read once per property; see tests/README.md, "Property tests"):
 //   KVSIM_RC_SEED=N        seed of every property (default kDefaultSeed)
 //   KVSIM_RC_CASES=N       cases of every property (overrides the suite's default count)
 //   KVSIM_RC_SCALE=N       multiply every suite's default count by N (nightly: e.g. 100)
@@ -80,7 +80,7 @@ std::optional<Trace> counterexample_trace(const rc::detail::TestResult& result);
 // Empty on a clean pass.
 std::vector<std::string> findings(const RunResult& result);
 
-// Invariant families (README.md, Property tests), by the invariant ids the checkers emit.
+// Invariant families (tests/README.md, Property tests), by the invariant ids the checkers emit.
 enum class Family {
     snapshot_access,  // save/load/send block access (worker_access_checker) + upstream's own
                       // missing-current-block-table assertions

@@ -1,5 +1,5 @@
 #pragma once
-// RapidCheck generators for kvsim traces, small and composable (README.md, Property tests).
+// RapidCheck generators for kvsim traces, small and composable (tests/README.md, Property tests).
 //
 // Each generator builds one record of trace_spec.h; gen_trace() assembles them into a
 // TraceSpec and maps it through build_trace(), which yields a valid trace for every spec. So

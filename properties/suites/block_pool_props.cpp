@@ -1,4 +1,4 @@
-// Block-pool family (README.md, Property tests): ref counts equal the holders (block tables plus store-job pins), ref 0 <=> in the
+// Block-pool family (tests/README.md, Property tests): ref counts equal the holders (block tables plus store-job pins), ref 0 <=> in the
 // free queue, no double free, the null block is never handed out, freed or hashed, the prefix map
 // names only blocks carrying its hash.
 #include "properties/suites/family_macros.h"

@@ -1,4 +1,4 @@
-// Sensitivity (the canaries of README.md, Property tests): for variants known to be broken, RapidCheck must find the bug
+// Sensitivity (the canaries of tests/README.md, Property tests): for variants known to be broken, RapidCheck must find the bug
 // on random traces, with no hand-written trace, at a fixed seed and case count, and shrink it to
 // a trace that still shows it. If the generators or the harness stop finding these, this turns
 // CI red. Each canary's property is differential, so it pins the bug down exactly:

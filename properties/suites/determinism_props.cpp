@@ -1,4 +1,4 @@
-// Determinism (README.md, Property tests): the same trace replays byte-identically. Two replays inside run_trace
+// Determinism (tests/README.md, Property tests): the same trace replays byte-identically. Two replays inside run_trace
 // (--check-determinism) agree, and so does a fresh replay of the printed and re-parsed trace
 // (what a person does with the counterexample file), digest, log and signature alike.
 #include "properties/suites/family_macros.h"

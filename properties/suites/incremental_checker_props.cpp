@@ -1,4 +1,4 @@
-// Incremental checkers (README.md, Performance): after each step a checker may judge only what the
+// Incremental checkers (bench/README.md, Performance): after each step a checker may judge only what the
 // step touched (Checker::check_step) and sweep everything every K steps and at the end. The full
 // sweep (Checker::check) is the reference: on generated traces, under every preset (clean and
 // known broken), a step check reports either nothing or exactly what the sweep reports, and a run

@@ -1,4 +1,4 @@
-// Liveness (README.md, Property tests), and the whole verdict: faults come early, so after them every request must
+// Liveness (tests/README.md, Property tests), and the whole verdict: faults come early, so after them every request must
 // finish and every pin be released before max_steps (which build_trace makes generous); and no
 // other finding of any kind (crash, violation, internal error) may happen on the way.
 #include "properties/suites/family_macros.h"

@@ -1,4 +1,4 @@
-// Request-state family (README.md, Property tests): every live request sits in exactly the queue its status says, finished requests
+// Request-state family (tests/README.md, Property tests): every live request sits in exactly the queue its status says, finished requests
 // hold blocks only while a delayed free is pending, block tables belong to live requests, shared
 // blocks are prefix-cache blocks, and every status change is a lifecycle edge.
 #include "properties/suites/family_macros.h"

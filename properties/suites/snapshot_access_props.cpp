@@ -1,4 +1,4 @@
-// The snapshot-and-access family (README.md, Property tests), the headline property and its neighbours: no store job names a block outside the
+// The snapshot-and-access family (tests/README.md, Property tests), the headline property and its neighbours: no store job names a block outside the
 // request's current block table (with a block for every token it writes), no rank or P2P send
 // reads a freed or reused block, loads write only into the request's own blocks; upstream's own
 // "Missing current block table" assertion counts as a failure of the same property.

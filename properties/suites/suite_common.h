@@ -19,7 +19,7 @@ namespace kvsim::propgen {
 template <class Testable>
 void require_property(const std::string& name, int default_cases, Testable&& testable);
 
-// The invariant families (README.md, Property tests) over one clean preset: no finding of `family` (Family::other: no
+// The invariant families (tests/README.md, Property tests) over one clean preset: no finding of `family` (Family::other: no
 // finding at all, i.e. the verdict is pass: every request finished, every pin released) other
 // than a known finding (properties/findings/known_findings.txt).
 void check_family_property(Family family, const std::string& variant, int default_cases);

@@ -8,8 +8,8 @@
 namespace kvsim {
 namespace {
 
-// The limits keep a run within about 1 GiB and minutes of CPU on a 2-core machine (README.md, Trace
-// budget): a token costs 4 bytes where it is held; a block-step is one checker judging one block.
+// The limits keep a run within about 1 GiB and minutes of CPU on a 2-core machine (sim/trace/README.md,
+// Rules across lines: Budget): a token costs 4 bytes where it is held; a block-step is one checker judging one block.
 constexpr BudgetRow kBudget[] = {
     {BudgetMeasure::segment_tokens, "segment_tokens", std::uint64_t{1} << 24, "tokens of all segment lines",
      "segment.len", "each segment's tokens are derived once and held for the whole run"},
