@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "fuzz/campaign/triage.h"
+#include "sim/common/enum_names.h"
 #include "sim/trace/input_error.h"
 #include "sim/trace/trace_schema.h"
 
@@ -96,17 +97,12 @@ constexpr JsonFieldSpec kFuzzStats[] = {
 
 constexpr double kMaxNumber = 1e15;  // beyond any count or time of a campaign; doubles are exact below it
 
-std::string_view line_name(FactLine line) {
-    switch (line) {
-        case FactLine::scalar: return "scalar";
-        case FactLine::canary: return "canary";
-        case FactLine::variant: return "variant";
-    }
-    return "scalar";
-}
+// The keyword that starts a canary or variant line, and prefixes its keys' field names.
+constexpr EnumNames<FactLine, 3> kFactLineNames = {
+    {{FactLine::scalar, "scalar"}, {FactLine::canary, "canary"}, {FactLine::variant, "variant"}}};
 
 std::string field_name(FactLine line, std::string_view key) {
-    return line == FactLine::scalar ? std::string(key) : fmt::format("{}.{}", line_name(line), key);
+    return line == FactLine::scalar ? std::string(key) : fmt::format("{}.{}", enum_name(kFactLineNames, line), key);
 }
 
 const FactSpec* find_fact(FactLine line, std::string_view key) {
@@ -119,6 +115,10 @@ std::string choice_list(std::span<const std::string_view> choices) {
     std::string out;
     for (const std::string_view c : choices) out += fmt::format("{}{}", out.empty() ? "" : "|", c);
     return out;
+}
+
+bool among(std::span<const std::string_view> choices, std::string_view key) {
+    return std::find(choices.begin(), choices.end(), key) != choices.end();
 }
 
 bool all_digits(std::string_view s) {
@@ -145,7 +145,7 @@ std::optional<std::string> fact_error(const FactSpec& spec, std::string_view val
             if (all_digits(value) && value.size() <= 3 && std::stoi(std::string(value)) <= 100) return std::nullopt;
             return fmt::format("expected a percentage, an integer 0..100, got {}", quote(value));
         case FactType::choice:
-            if (std::find(spec.choices.begin(), spec.choices.end(), value) != spec.choices.end()) return std::nullopt;
+            if (among(spec.choices, value)) return std::nullopt;
             return fmt::format("expected one of {}, got {}", choice_list(spec.choices), quote(value));
         case FactType::text:
             if (value.empty()) return "empty value";
@@ -202,10 +202,11 @@ public:
         std::istringstream words(text);
         std::string head;
         if (!(words >> head) || head.front() == '#') return;
-        if (head == "canary") {
+        const std::optional<FactLine> kind = parse_enum(kFactLineNames, head);  // `scalar` is no line keyword
+        if (kind == FactLine::canary) {
             first_line(canary_at_, "canary", number);
             facts_.canary = key_values(FactLine::canary, words, number);
-        } else if (head == "variant") {
+        } else if (kind == FactLine::variant) {
             facts_.variants.push_back(key_values(FactLine::variant, words, number));
             if (const auto [at, fresh] = variant_at_.emplace(facts_.variants.back().text("name"), number); !fresh)
                 throw InputError(file_, number, "variant.name",
@@ -304,10 +305,6 @@ struct Where {
 }
 
 std::string got(const Json& value) { return quote(value.dump()); }
-
-bool among(std::span<const std::string_view> choices, std::string_view key) {
-    return std::find(choices.begin(), choices.end(), key) != choices.end();
-}
 
 // An object (`what`) of members (`member`): each key among the row's choices (any, when it has none),
 // each value passing `ok`.

@@ -201,8 +201,8 @@ std::pair<std::string, int> campaign_status(const CampaignFacts& f, const Json& 
 // The canary's facts; when it did not run, status skipped and every other fact null.
 Json canary_json(const std::optional<FactSet>& canary) {
     Json out = Json::object();
-    for (const char* key : {"variant", "signature", "status", "seconds", "runs", "artifact"})
-        out[key] = canary ? canary->json(key) : Json(nullptr);
+    for (const FactSpec& spec : campaign_fact_specs())
+        if (spec.line == FactLine::canary) out[std::string(spec.key)] = canary ? canary->json(spec.key) : Json(nullptr);
     if (!canary) out["status"] = "skipped";
     return out;
 }
